@@ -1,0 +1,83 @@
+/**
+ * Every environment variable the service reads, parsed and documented in one place.
+ * The README's configuration table mirrors this file.
+ */
+import { z } from 'zod';
+
+const bool = (def: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .optional()
+    .transform((v) => (v === undefined ? def : ['true', '1', 'yes'].includes(v)));
+
+const int = (def: number, min = 1, max = Number.MAX_SAFE_INTEGER) =>
+  z.coerce.number().int().min(min).max(max).default(def);
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const schema = z.object({
+  NODE_ENV: z.string().default('development'),
+  /** Where the API listens. */
+  PORT: int(3000, 0, 65535),
+  HOST: z.string().default('0.0.0.0'),
+  /** Embedded PGlite database directory, used when DATABASE_URL is unset. */
+  DATA_DIR: z.string().default('./data'),
+  /** PostgreSQL connection string; switches from PGlite to PostgreSQL. */
+  DATABASE_URL: optionalString,
+  /** Pool size for PostgreSQL. */
+  DATABASE_POOL_SIZE: int(10, 1, 200),
+  /** Redis for rate limits, shared counters and cache-invalidation pub/sub. */
+  REDIS_URL: optionalString,
+  /** Headless first start: create this organization and admin key when the database is empty. */
+  AGOV_INIT_ORG_NAME: optionalString,
+  AGOV_INIT_ADMIN_KEY: optionalString,
+  /** Requests per minute per organization, by route class. */
+  RATE_LIMIT_CONTROL_PER_MINUTE: int(100),
+  RATE_LIMIT_INGEST_PER_MINUTE: int(1000),
+  ENFORCEMENT_RATE_LIMIT_PER_MINUTE: int(10000),
+  /** JWT verification for dashboard users. */
+  AUTH_JWKS_URL: optionalString,
+  AUTH_JWT_SECRET: optionalString,
+  AUTH_JWT_ISSUER: optionalString,
+  AUTH_JWT_AUDIENCE: optionalString,
+  /** Trust X-Forwarded-For from a proxy in front (needed for IP allowlists behind a load balancer). */
+  TRUST_PROXY: bool(false),
+  /** Largest accepted request body in bytes. */
+  BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
+  /** Outbound calls to loopback/private addresses (webhooks, validators). */
+  ALLOW_PRIVATE_TARGETS: z.enum(['true', 'false', '1', '0']).optional(),
+  /** The processing service (anomaly, RCA, forecast). */
+  PROCESSING_URL: optionalString,
+  PROCESSING_PORT: int(3001, 0, 65535),
+  PROCESSING_TOKEN: optionalString,
+  SMTP_URL: optionalString,
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** How long an authenticated API key stays cached before it is read again (invalidation is immediate on change). */
+  AUTH_CACHE_TTL_SECONDS: int(30, 0, 3600),
+  /** How often buffered API key usage (lastUsedAt, usageCount) is written. */
+  USAGE_FLUSH_INTERVAL_MS: int(5000, 100),
+  /** Sunset date announced on the deprecated /api/... alias. */
+  API_ALIAS_SUNSET: z.string().default('2027-06-30'),
+});
+
+export type Config = ReturnType<typeof parseConfig>;
+
+/** Parses and validates the environment; throws with a readable message on a bad value. */
+export function parseConfig(env: Record<string, string | undefined> = process.env) {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const c = result.data;
+  const production = c.NODE_ENV === 'production';
+  return {
+    ...c,
+    production,
+    allowPrivateTargets:
+      c.ALLOW_PRIVATE_TARGETS === undefined ? !production : ['true', '1'].includes(c.ALLOW_PRIVATE_TARGETS),
+  };
+}

@@ -1,0 +1,35 @@
+import { bigint, boolean, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { organizations } from './organizations.js';
+
+/** API keys: only the SHA-256 of the key is stored; the key itself is shown once. */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    organizationId: uuid('organization_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    /** Set for agent-scoped keys: the key may only act for this agent. */
+    agentId: uuid('agent_id'),
+    name: text('name').notNull(),
+    description: text('description'),
+    keyPrefix: text('key_prefix').notNull(),
+    keyHash: text('key_hash').notNull(),
+    environment: text('environment').notNull(),
+    scopes: text('scopes').array().notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    usageCount: bigint('usage_count', { mode: 'number' }).notNull().default(0),
+    isActive: boolean('is_active').notNull().default(true),
+    ipAllowlist: text('ip_allowlist').array(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    createdBy: text('created_by').notNull(),
+  },
+  (t) => [
+    // Authentication: every request looks its key up by hash.
+    uniqueIndex('api_keys_hash_uq').on(t.keyHash),
+    // Listing an organization's keys, newest first.
+    index('api_keys_org_created_idx').on(t.organizationId, t.createdAt),
+  ],
+);

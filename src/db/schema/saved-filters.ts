@@ -1,0 +1,29 @@
+import { sql } from 'drizzle-orm';
+import { boolean, index, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { organizations } from './organizations.js';
+
+/** Saved list filters, owned by one user (userId is the principal's id). */
+export const savedFilters = pgTable(
+  'saved_filters',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    organizationId: uuid('organization_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    userId: text('user_id').notNull(),
+    name: text('name').notNull(),
+    resourceType: text('resource_type').notNull(),
+    filterConfig: jsonb('filter_config').$type<Record<string, unknown>>().notNull().default({}),
+    isDefault: boolean('is_default').notNull().default(false),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    // Listing a user's filters, optionally by resource type.
+    index('saved_filters_owner_idx').on(t.organizationId, t.userId, t.resourceType),
+    // At most one default per user and resource type (the service unsets the previous one).
+    uniqueIndex('saved_filters_default_uq')
+      .on(t.organizationId, t.userId, t.resourceType)
+      .where(sql`${t.isDefault}`),
+  ],
+);

@@ -1,0 +1,176 @@
+/** API keys of an organization: create (shown once), list, update, rotate, delete. */
+import { and, count, desc, eq, isNull, type SQL } from 'drizzle-orm';
+import type { Db, Executor } from '../../db/client.js';
+import { apiKeys, organizations } from '../../db/schema/index.js';
+import { forbidden, notFound } from '../../http/errors.js';
+import type { Scope } from '../../http/principal.js';
+import type { Environment } from '../../http/validation.js';
+import { writeAudit, type AuditContext } from '../audit/service.js';
+import { generateKey, hashKey, prefixOf } from './key-material.js';
+import type { CreateApiKeyInput, UpdateApiKeyInput } from './schemas.js';
+
+type Row = typeof apiKeys.$inferSelect;
+
+export const DEFAULT_SCOPES: Scope[] = ['agent:read', 'agent:write', 'trace:read', 'trace:write'];
+
+/** The public view of a key: never the hash. */
+export const apiKeyView = (r: Row) => ({
+  id: r.id,
+  name: r.name,
+  description: r.description,
+  keyPrefix: r.keyPrefix,
+  environment: r.environment as Environment,
+  scopes: r.scopes as Scope[],
+  agentId: r.agentId,
+  expiresAt: r.expiresAt?.toISOString() ?? null,
+  lastUsedAt: r.lastUsedAt?.toISOString() ?? null,
+  usageCount: Number(r.usageCount),
+  isActive: r.isActive,
+  ipAllowlist: r.ipAllowlist,
+  createdAt: r.createdAt.toISOString(),
+  updatedAt: r.updatedAt.toISOString(),
+  createdBy: r.createdBy,
+});
+
+/** Inserts a key row for a given key string (generated, or supplied by headless init). */
+export async function insertKey(
+  tx: Executor,
+  v: {
+    organizationId: string;
+    key: string;
+    name: string;
+    environment: Environment;
+    scopes: Scope[];
+    createdBy: string;
+    description?: string | null;
+    expiresAt?: Date | null;
+    ipAllowlist?: string[] | null;
+    agentId?: string | null;
+  },
+) {
+  const [row] = await tx
+    .insert(apiKeys)
+    .values({
+      organizationId: v.organizationId,
+      agentId: v.agentId ?? null,
+      name: v.name,
+      description: v.description ?? null,
+      keyPrefix: prefixOf(v.key),
+      keyHash: hashKey(v.key),
+      environment: v.environment,
+      scopes: v.scopes,
+      expiresAt: v.expiresAt ?? null,
+      ipAllowlist: v.ipAllowlist ?? null,
+      createdBy: v.createdBy,
+    })
+    .returning();
+  return row;
+}
+
+/** Creates an organization key. Absent expiresAt means the organization's defaultKeyExpiryDays; null means never. */
+export async function createApiKey(db: Db, ctx: AuditContext, canGrantAdmin: boolean, input: CreateApiKeyInput) {
+  const orgId = ctx.principal.organizationId;
+  const scopes = input.scopes ?? DEFAULT_SCOPES;
+  if (scopes.includes('admin') && !canGrantAdmin) throw forbidden('Only an admin may grant scope admin');
+  return db.transaction(async (tx) => {
+    let expiresAt: Date | null;
+    if (input.expiresAt === undefined) {
+      const [org] = await tx.select({ days: organizations.defaultKeyExpiryDays }).from(organizations).where(eq(organizations.id, orgId));
+      expiresAt = new Date(Date.now() + (org?.days ?? 30) * 86_400_000);
+    } else expiresAt = input.expiresAt === null ? null : new Date(input.expiresAt);
+    const key = generateKey(input.environment);
+    const row = await insertKey(tx, {
+      organizationId: orgId,
+      key,
+      name: input.name,
+      environment: input.environment,
+      scopes: [...new Set(scopes)],
+      createdBy: ctx.principal.userId,
+      description: input.description ?? null,
+      expiresAt,
+      ipAllowlist: input.ipAllowlist ?? null,
+    });
+    const view = apiKeyView(row);
+    await writeAudit(tx, ctx, { action: 'api_key.create', resourceType: 'api_key', resourceId: row.id, after: view });
+    return { ...view, key };
+  });
+}
+
+// Agent-scoped keys are managed under /agents/{id}/keys, not here.
+const orgKey = (orgId: string, id: string) => and(eq(apiKeys.organizationId, orgId), eq(apiKeys.id, id), isNull(apiKeys.agentId));
+
+/** One page of the organization's keys, newest first. */
+export async function listApiKeys(db: Db, orgId: string, q: { limit: number; offset: number; environment?: string; isActive?: boolean }) {
+  const conds: SQL[] = [eq(apiKeys.organizationId, orgId), isNull(apiKeys.agentId)];
+  if (q.environment) conds.push(eq(apiKeys.environment, q.environment));
+  if (q.isActive !== undefined) conds.push(eq(apiKeys.isActive, q.isActive));
+  const where = and(...conds);
+  const [rows, [{ total }]] = await Promise.all([
+    db.select().from(apiKeys).where(where).orderBy(desc(apiKeys.createdAt), desc(apiKeys.id)).limit(q.limit).offset(q.offset),
+    db.select({ total: count() }).from(apiKeys).where(where),
+  ]);
+  return { rows: rows.map(apiKeyView), total };
+}
+
+/** One key, or 404. */
+export async function getApiKey(db: Executor, orgId: string, id: string) {
+  const [row] = await db.select().from(apiKeys).where(orgKey(orgId, id)).limit(1);
+  if (!row) throw notFound('API key');
+  return row;
+}
+
+/** Changes the given fields; the key string itself never changes here (see rotate). */
+export async function updateApiKey(db: Db, ctx: AuditContext, canGrantAdmin: boolean, id: string, input: UpdateApiKeyInput, onChanged: (hash: string) => Promise<void>) {
+  if (input.scopes?.includes('admin') && !canGrantAdmin) throw forbidden('Only an admin may grant scope admin');
+  const orgId = ctx.principal.organizationId;
+  const out = await db.transaction(async (tx) => {
+    const before = await getApiKey(tx, orgId, id);
+    const [row] = await tx
+      .update(apiKeys)
+      .set({
+        ...(input.name !== undefined ? { name: input.name } : {}),
+        ...(input.description !== undefined ? { description: input.description } : {}),
+        ...(input.scopes !== undefined ? { scopes: [...new Set(input.scopes)] } : {}),
+        ...(input.isActive !== undefined ? { isActive: input.isActive } : {}),
+        ...(input.expiresAt !== undefined ? { expiresAt: input.expiresAt === null ? null : new Date(input.expiresAt) } : {}),
+        ...(input.ipAllowlist !== undefined ? { ipAllowlist: input.ipAllowlist } : {}),
+        updatedAt: new Date(),
+      })
+      .where(orgKey(orgId, id))
+      .returning();
+    await writeAudit(tx, ctx, { action: 'api_key.update', resourceType: 'api_key', resourceId: id, before: apiKeyView(before), after: apiKeyView(row) });
+    return row;
+  });
+  await onChanged(out.keyHash);
+  return apiKeyView(out);
+}
+
+/** Replaces the key string (same id and settings); the old string stops working at once. */
+export async function rotateApiKey(db: Db, ctx: AuditContext, id: string, onChanged: (hash: string) => Promise<void>) {
+  const orgId = ctx.principal.organizationId;
+  const { row, key, oldHash } = await db.transaction(async (tx) => {
+    const before = await getApiKey(tx, orgId, id);
+    const key = generateKey(before.environment as Environment);
+    const [row] = await tx
+      .update(apiKeys)
+      .set({ keyHash: hashKey(key), keyPrefix: prefixOf(key), updatedAt: new Date() })
+      .where(orgKey(orgId, id))
+      .returning();
+    await writeAudit(tx, ctx, { action: 'api_key.rotate', resourceType: 'api_key', resourceId: id, before: apiKeyView(before), after: apiKeyView(row) });
+    return { row, key, oldHash: before.keyHash };
+  });
+  await onChanged(oldHash);
+  return { ...apiKeyView(row), key };
+}
+
+/** Deletes a key permanently; its audit history stays. */
+export async function deleteApiKey(db: Db, ctx: AuditContext, id: string, onChanged: (hash: string) => Promise<void>) {
+  const orgId = ctx.principal.organizationId;
+  const hash = await db.transaction(async (tx) => {
+    const before = await getApiKey(tx, orgId, id);
+    await tx.delete(apiKeys).where(orgKey(orgId, id));
+    await writeAudit(tx, ctx, { action: 'api_key.delete', resourceType: 'api_key', resourceId: id, before: apiKeyView(before) });
+    return before.keyHash;
+  });
+  await onChanged(hash);
+}

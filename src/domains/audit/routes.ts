@@ -1,0 +1,53 @@
+/** HTTP routes for /audit-logs (admin). */
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { dataSchema, errorResponses, one, page, pageSchema } from '../../http/envelope.js';
+import { principalOf } from '../../http/context.js';
+import { sendExport } from '../../http/export.js';
+import { idParams } from '../../http/validation.js';
+import { AUDIT_COLUMNS, auditBatches, getAudit, listAudit } from './queries.js';
+import { auditEntrySchema, exportAuditQuery, listAuditQuery, verifySchema } from './schemas.js';
+import { verifyChain } from './service.js';
+
+const tags = ['Audit log'];
+const auth = { scope: 'admin' as const };
+
+export async function auditRoutes(app: FastifyInstance) {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const { db } = app.deps;
+
+  r.get('/audit-logs', {
+    config: { auth },
+    schema: { tags, summary: 'List audit log entries, newest first', querystring: listAuditQuery, response: { 200: pageSchema(auditEntrySchema), ...errorResponses } },
+  }, async (req) => {
+    const { rows, total } = await listAudit(db, principalOf(req).organizationId, req.query);
+    return page(rows, total, req.query.limit, req.query.offset);
+  });
+
+  r.get('/audit-logs/verify', {
+    config: { auth },
+    schema: {
+      tags,
+      summary: 'Verify the hash chain; names the first edited, removed or reordered entry',
+      response: { 200: dataSchema(verifySchema), ...errorResponses },
+    },
+  }, async (req) => one(await verifyChain(db, principalOf(req).organizationId)));
+
+  r.get('/audit-logs/export', {
+    config: { auth },
+    schema: {
+      tags,
+      summary: 'Export matching entries as streamed JSON ({ data: [...] }) or CSV',
+      querystring: exportAuditQuery,
+      produces: ['application/json', 'text/csv'],
+    },
+  }, async (req, reply) => {
+    const { format, ...filters } = req.query;
+    return sendExport(reply, format, 'audit-log', AUDIT_COLUMNS, auditBatches(db, principalOf(req).organizationId, filters));
+  });
+
+  r.get('/audit-logs/:id', {
+    config: { auth },
+    schema: { tags, summary: 'Get one audit log entry', params: idParams, response: { 200: dataSchema(auditEntrySchema), ...errorResponses } },
+  }, async (req) => one(await getAudit(db, principalOf(req).organizationId, req.params.id)));
+}

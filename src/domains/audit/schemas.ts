@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { pagination, str } from '../../http/validation.js';
+
+export const auditEntrySchema = z
+  .object({
+    id: z.uuid(),
+    sequence: z.number().int(),
+    userId: z.string(),
+    userName: z.string().nullable(),
+    userEmail: z.string().nullable(),
+    action: z.string(),
+    resourceType: z.string(),
+    resourceId: z.string().nullable(),
+    beforeState: z.unknown().nullable(),
+    afterState: z.unknown().nullable(),
+    metadata: z.unknown().nullable(),
+    ipAddress: z.string().nullable(),
+    userAgent: z.string().nullable(),
+    result: z.enum(['success', 'failure']).nullable(),
+    errorMessage: z.string().nullable(),
+    checksum: z.string(),
+    previousChecksum: z.string(),
+    timestamp: z.string(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'AuditLogEntry' });
+
+const ts = z.iso.datetime({ offset: true });
+
+export const auditFilters = {
+  action: str(1, 200).optional(),
+  resourceType: str(1, 100).optional(),
+  resourceId: str(1, 255).optional(),
+  userId: str(1, 255).optional(),
+  from: ts.optional(),
+  to: ts.optional(),
+};
+
+export const listAuditQuery = z.object({ ...pagination, ...auditFilters });
+export const exportAuditQuery = z.object({ format: z.enum(['json', 'csv']).default('json'), ...auditFilters });
+
+export const verifySchema = z
+  .object({
+    valid: z.boolean(),
+    entriesChecked: z.number().int(),
+    headSeq: z.number().int(),
+    firstInvalid: z.object({ id: z.uuid().nullable(), seq: z.number().int(), reason: z.string() }).nullable(),
+  })
+  .meta({ id: 'AuditVerifyResult' });
+
+export type AuditFilters = Partial<Record<keyof typeof auditFilters, string>>;

@@ -1,0 +1,55 @@
+/** Creating organizations with their first admin key (CLI `agov init` and headless first start). */
+import { count } from 'drizzle-orm';
+import type { Db } from '../../db/client.js';
+import { organizations } from '../../db/schema/index.js';
+import { ALL_SCOPES, type Scope } from '../../http/principal.js';
+import type { Environment } from '../../http/validation.js';
+import { apiKeyView, insertKey } from '../api-keys/service.js';
+import { environmentOfKey, generateKey } from '../api-keys/key-material.js';
+import { initChain, writeAudit, type AuditContext } from '../audit/service.js';
+
+export const SYSTEM_ACTOR = 'system';
+
+/**
+ * Creates an organization, its audit chain and an admin API key (all scopes, no expiry), in one
+ * transaction. `key` may be supplied (headless init); otherwise one is generated.
+ */
+export async function createOrganization(
+  db: Db,
+  input: { name: string; key?: string; environment?: Environment; actor?: string },
+) {
+  let environment: Environment = input.environment ?? 'production';
+  if (input.key) {
+    const env = environmentOfKey(input.key);
+    if (!env) throw new Error('The admin key must look like svc_prod_|svc_stg_|svc_dev_ followed by at least 32 characters [A-Za-z0-9_-]');
+    environment = env;
+  }
+  const key = input.key ?? generateKey(environment);
+  const actor = input.actor ?? SYSTEM_ACTOR;
+  return db.transaction(async (tx) => {
+    const [org] = await tx.insert(organizations).values({ name: input.name }).returning();
+    await initChain(tx, org.id);
+    const ctx: AuditContext = {
+      principal: { organizationId: org.id, userId: actor, userName: actor, userEmail: null },
+      ip: null,
+      userAgent: null,
+    };
+    await writeAudit(tx, ctx, { action: 'organization.create', resourceType: 'organization', resourceId: org.id, after: { id: org.id, name: org.name } });
+    const row = await insertKey(tx, {
+      organizationId: org.id,
+      key,
+      name: 'Initial admin key',
+      environment,
+      scopes: [...ALL_SCOPES] as Scope[],
+      createdBy: actor,
+    });
+    await writeAudit(tx, ctx, { action: 'api_key.create', resourceType: 'api_key', resourceId: row.id, after: apiKeyView(row) });
+    return { organization: org, apiKey: apiKeyView(row), key };
+  });
+}
+
+/** True when no organization exists yet. */
+export async function isEmpty(db: Db) {
+  const [{ n }] = await db.select({ n: count() }).from(organizations);
+  return n === 0;
+}

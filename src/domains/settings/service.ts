@@ -1,0 +1,86 @@
+/** Organization security and general settings (both live on the organizations row). */
+import { eq } from 'drizzle-orm';
+import type { Db, Executor } from '../../db/client.js';
+import { organizations } from '../../db/schema/index.js';
+import { notFound, validation } from '../../http/errors.js';
+import { compileAllowlist, ipAllowed } from '../../lib/ip.js';
+import { writeAudit, type AuditContext } from '../audit/service.js';
+import type { UpdateOrgSettingsInput, UpdateSecuritySettingsInput } from './schemas.js';
+
+type Org = typeof organizations.$inferSelect;
+
+export const securityView = (o: Org) => ({
+  ipAllowlist: o.ipAllowlist,
+  allowedEnvironments: o.allowedEnvironments,
+  defaultKeyExpiryDays: o.defaultKeyExpiryDays,
+  enforceMfa: o.enforceMfa,
+  dashboardWidgets: o.dashboardWidgets,
+});
+
+export const orgView = (o: Org) => ({
+  id: o.id,
+  name: o.name,
+  plan: o.plan as 'free',
+  complianceFrameworks: o.complianceFrameworks,
+  dataResidency: o.dataResidency as 'global',
+});
+
+async function load(db: Executor, orgId: string, lock = false) {
+  const q = db.select().from(organizations).where(eq(organizations.id, orgId));
+  const [row] = lock ? await q.for('update') : await q;
+  if (!row) throw notFound('Organization');
+  return row;
+}
+
+/** The organization row (settings views are derived from it). */
+export const getOrganization = (db: Executor, orgId: string) => load(db, orgId);
+
+/**
+ * Updates security settings. An IP allowlist that would shut out the caller making the change is
+ * refused (422): locking every admin out of an organization is not undoable through the API.
+ */
+export async function updateSecurity(db: Db, ctx: AuditContext, input: UpdateSecuritySettingsInput, onChanged: () => Promise<void>) {
+  if (input.ip_allowlist && input.ip_allowlist.length > 0 && ctx.ip && !ipAllowed(ctx.ip, compileAllowlist(input.ip_allowlist))) {
+    throw validation({ ip_allowlist: `must include the caller's own address (${ctx.ip})` }, 'The new allowlist would lock you out');
+  }
+  const orgId = ctx.principal.organizationId;
+  const row = await db.transaction(async (tx) => {
+    const before = await load(tx, orgId, true);
+    const [row] = await tx
+      .update(organizations)
+      .set({
+        ...(input.ip_allowlist !== undefined ? { ipAllowlist: input.ip_allowlist } : {}),
+        ...(input.allowed_environments !== undefined ? { allowedEnvironments: [...new Set(input.allowed_environments)] } : {}),
+        ...(input.default_key_expiry_days !== undefined ? { defaultKeyExpiryDays: input.default_key_expiry_days } : {}),
+        ...(input.enforce_mfa !== undefined ? { enforceMfa: input.enforce_mfa } : {}),
+        ...(input.dashboard_widgets !== undefined ? { dashboardWidgets: input.dashboard_widgets } : {}),
+        updatedAt: new Date(),
+      })
+      .where(eq(organizations.id, orgId))
+      .returning();
+    await writeAudit(tx, ctx, { action: 'security_settings.update', resourceType: 'security_settings', resourceId: orgId, before: securityView(before), after: securityView(row) });
+    return row;
+  });
+  await onChanged();
+  return securityView(row);
+}
+
+/** Updates plan, compliance frameworks and data residency. */
+export async function updateOrgSettings(db: Db, ctx: AuditContext, input: UpdateOrgSettingsInput) {
+  const orgId = ctx.principal.organizationId;
+  return db.transaction(async (tx) => {
+    const before = await load(tx, orgId, true);
+    const [row] = await tx
+      .update(organizations)
+      .set({
+        ...(input.plan !== undefined ? { plan: input.plan } : {}),
+        ...(input.compliance_frameworks !== undefined ? { complianceFrameworks: input.compliance_frameworks } : {}),
+        ...(input.data_residency !== undefined ? { dataResidency: input.data_residency } : {}),
+        updatedAt: new Date(),
+      })
+      .where(eq(organizations.id, orgId))
+      .returning();
+    await writeAudit(tx, ctx, { action: 'organization_settings.update', resourceType: 'organization_settings', resourceId: orgId, before: orgView(before), after: orgView(row) });
+    return orgView(row);
+  });
+}

@@ -1,0 +1,298 @@
+/**
+ * Authentication (API keys, JWT), authorization (role, scope, agent keys), IP and environment
+ * checks, and per-organization rate limits: one onRequest hook, run before the body is parsed.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { eq, sql } from 'drizzle-orm';
+import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import type { Config } from '../config.js';
+import type { Db } from '../db/client.js';
+import { apiKeys, organizations } from '../db/schema/index.js';
+import { hashKey, looksLikeKey } from '../domains/api-keys/key-material.js';
+import type { SharedState } from '../lib/shared-state.js';
+import { compileAllowlist, ipAllowed } from '../lib/ip.js';
+import { AppError, forbidden, unauthorized } from './errors.js';
+import { roleAtLeast, roleForScopes, ROLES, type Principal, type Role, type RouteAuth, type Scope } from './principal.js';
+import { upsertUserFromToken } from '../domains/users/service.js';
+
+export const AUTH_CHANNEL = 'auth:invalidate';
+
+interface CachedKey {
+  id: string;
+  organizationId: string;
+  agentId: string | null;
+  name: string;
+  environment: string;
+  scopes: Scope[];
+  expiresAt: number | null;
+  isActive: boolean;
+  allow: ReturnType<typeof compileAllowlist>;
+}
+
+interface CachedOrg {
+  id: string;
+  allow: ReturnType<typeof compileAllowlist>;
+  allowedEnvironments: string[];
+}
+
+interface Entry<T> {
+  value: T | null;
+  until: number;
+}
+
+const MAX_CACHE = 10_000;
+// Unknown keys are remembered briefly too, so a flood of bad keys does not become a flood of queries.
+const NEGATIVE_TTL_MS = 5_000;
+
+/** Buffers lastUsedAt/usageCount per key and writes them in one statement per interval. */
+export class UsageRecorder {
+  private pending = new Map<string, { n: number; at: Date }>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private db: Db, private log: { warn: (o: object, m: string) => void }) {}
+
+  /** Counts one use of a key (no I/O). */
+  record(keyId: string) {
+    const p = this.pending.get(keyId);
+    if (p) {
+      p.n += 1;
+      p.at = new Date();
+    } else this.pending.set(keyId, { n: 1, at: new Date() });
+  }
+
+  start(intervalMs: number) {
+    this.timer = setInterval(() => void this.flush(), intervalMs);
+    this.timer.unref();
+  }
+
+  /** Writes the buffered counts; on failure they are put back for the next flush. */
+  async flush() {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    const rows = [...batch].map(([id, u]) => sql`(${id}::uuid, ${u.n}::bigint, ${u.at.toISOString()}::timestamptz)`);
+    try {
+      await this.db.execute(sql`
+        update api_keys k set usage_count = k.usage_count + u.n,
+          last_used_at = greatest(k.last_used_at, u.at)
+        from (values ${sql.join(rows, sql`, `)}) as u(id, n, at)
+        where k.id = u.id`);
+    } catch (err) {
+      for (const [id, u] of batch) {
+        const p = this.pending.get(id);
+        if (p) p.n += u.n;
+        else this.pending.set(id, u);
+      }
+      this.log.warn({ err }, 'could not write API key usage; will retry');
+    }
+  }
+
+  async stop() {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+}
+
+/** Resolves credentials to a Principal, with a cache invalidated over pub/sub on any key or settings change. */
+export class Authenticator {
+  private keys = new Map<string, Entry<CachedKey>>();
+  private orgs = new Map<string, Entry<CachedOrg>>();
+  private jwks: JWTVerifyGetKey | undefined;
+  private secret: Uint8Array | undefined;
+  private ttlMs: number;
+
+  constructor(
+    private db: Db,
+    private config: Config,
+    private state: SharedState,
+    readonly usage: UsageRecorder,
+  ) {
+    this.ttlMs = config.AUTH_CACHE_TTL_SECONDS * 1000;
+    if (config.AUTH_JWKS_URL) this.jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
+    if (config.AUTH_JWT_SECRET) this.secret = new TextEncoder().encode(config.AUTH_JWT_SECRET);
+    state.subscribe(AUTH_CHANNEL, (m) => this.drop(m));
+  }
+
+  private drop(message: string) {
+    const [kind, id] = [message.slice(0, 4), message.slice(4)];
+    if (kind === 'key:') this.keys.delete(id);
+    else if (kind === 'org:') this.orgs.delete(id);
+  }
+
+  /** Forgets a key (by hash) on every instance. */
+  async invalidateKey(hash: string) {
+    this.keys.delete(hash);
+    await this.state.publish(AUTH_CHANNEL, `key:${hash}`);
+  }
+
+  /** Forgets an organization's security settings on every instance. */
+  async invalidateOrg(orgId: string) {
+    this.orgs.delete(orgId);
+    await this.state.publish(AUTH_CHANNEL, `org:${orgId}`);
+  }
+
+  private remember<T>(map: Map<string, Entry<T>>, k: string, value: T | null) {
+    if (map.size >= MAX_CACHE) map.clear();
+    map.set(k, { value, until: Date.now() + (value ? this.ttlMs : Math.min(this.ttlMs, NEGATIVE_TTL_MS)) });
+  }
+
+  private async lookupKey(hash: string): Promise<CachedKey | null> {
+    const hit = this.keys.get(hash);
+    if (hit && hit.until > Date.now()) return hit.value;
+    const [row] = await this.db.select().from(apiKeys).where(eq(apiKeys.keyHash, hash)).limit(1);
+    const value: CachedKey | null = row
+      ? {
+          id: row.id,
+          organizationId: row.organizationId,
+          agentId: row.agentId,
+          name: row.name,
+          environment: row.environment,
+          scopes: row.scopes as Scope[],
+          expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
+          isActive: row.isActive,
+          allow: compileAllowlist(row.ipAllowlist),
+        }
+      : null;
+    this.remember(this.keys, hash, value);
+    return value;
+  }
+
+  private async lookupOrg(id: string): Promise<CachedOrg | null> {
+    const hit = this.orgs.get(id);
+    if (hit && hit.until > Date.now()) return hit.value;
+    const [row] = await this.db
+      .select({ id: organizations.id, ipAllowlist: organizations.ipAllowlist, allowedEnvironments: organizations.allowedEnvironments })
+      .from(organizations)
+      .where(eq(organizations.id, id))
+      .limit(1);
+    const value = row ? { id: row.id, allow: compileAllowlist(row.ipAllowlist), allowedEnvironments: row.allowedEnvironments } : null;
+    this.remember(this.orgs, id, value);
+    return value;
+  }
+
+  /** Authenticates a request; throws 401 for bad credentials and 403 for IP or environment refusals. */
+  async authenticate(request: FastifyRequest): Promise<Principal> {
+    const apiKeyHeader = request.headers['x-api-key'];
+    const authorization = request.headers.authorization;
+    if (typeof apiKeyHeader === 'string' && apiKeyHeader.length > 0) return this.fromKey(apiKeyHeader, request.ip);
+    if (typeof authorization === 'string') {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+      if (!m) throw unauthorized('Authorization header must be "Bearer <token>"');
+      const token = m[1];
+      return looksLikeKey(token) ? this.fromKey(token, request.ip) : this.fromJwt(token, request.ip);
+    }
+    throw unauthorized('Missing credentials: send X-API-Key or Authorization: Bearer');
+  }
+
+  private async fromKey(key: string, ip: string): Promise<Principal> {
+    if (key.length > 256) throw unauthorized('Invalid API key');
+    const k = await this.lookupKey(hashKey(key));
+    if (!k || !k.isActive) throw unauthorized('Invalid API key');
+    if (k.expiresAt !== null && k.expiresAt <= Date.now()) throw unauthorized('API key has expired');
+    const org = await this.lookupOrg(k.organizationId);
+    if (!org) throw unauthorized('Invalid API key');
+    if (!ipAllowed(ip, k.allow)) throw forbidden('Caller IP is not in the API key allowlist');
+    if (!ipAllowed(ip, org.allow)) throw forbidden('Caller IP is not in the organization allowlist');
+    if (org.allowedEnvironments.length > 0 && !org.allowedEnvironments.includes(k.environment)) {
+      throw forbidden(`API keys of environment ${k.environment} are not allowed in this organization`);
+    }
+    this.usage.record(k.id);
+    const agentKey = k.agentId !== null;
+    return {
+      kind: agentKey ? 'agent_key' : 'api_key',
+      organizationId: k.organizationId,
+      role: agentKey ? 'developer' : roleForScopes(k.scopes),
+      scopes: new Set(k.scopes),
+      userId: k.id,
+      userName: `API key ${k.name}`,
+      userEmail: null,
+      keyId: k.id,
+      ...(agentKey ? { agentId: k.agentId! } : {}),
+    };
+  }
+
+  private async fromJwt(token: string, ip: string): Promise<Principal> {
+    if (!this.jwks && !this.secret) throw unauthorized('Invalid credentials');
+    const verifyOpts = {
+      ...(this.config.AUTH_JWT_ISSUER ? { issuer: this.config.AUTH_JWT_ISSUER } : {}),
+      ...(this.config.AUTH_JWT_AUDIENCE ? { audience: this.config.AUTH_JWT_AUDIENCE } : {}),
+    };
+    let payload: Record<string, unknown>;
+    try {
+      payload = this.secret
+        ? (await jwtVerify(token, this.secret, { ...verifyOpts, algorithms: ['HS256'] })).payload
+        : (await jwtVerify(token, this.jwks!, verifyOpts)).payload;
+    } catch {
+      throw unauthorized('Invalid or expired token');
+    }
+    const sub = typeof payload.sub === 'string' ? payload.sub : '';
+    const orgId = typeof payload.org_id === 'string' ? payload.org_id : '';
+    const role = payload.role as Role;
+    if (!sub || sub.length > 255 || !/^[0-9a-f-]{36}$/i.test(orgId) || !ROLES.includes(role)) {
+      throw unauthorized('Token lacks sub, org_id or a valid role');
+    }
+    const org = await this.lookupOrg(orgId.toLowerCase());
+    if (!org) throw unauthorized('Unknown organization');
+    if (!ipAllowed(ip, org.allow)) throw forbidden('Caller IP is not in the organization allowlist');
+    const email = typeof payload.email === 'string' ? payload.email.slice(0, 320) : null;
+    const name = typeof payload.name === 'string' ? payload.name.slice(0, 255) : null;
+    const userId = await upsertUserFromToken(this.db, { organizationId: org.id, subject: sub, email, name, role });
+    return {
+      kind: 'user',
+      organizationId: org.id,
+      role,
+      scopes: new Set(['agent:read', 'agent:write', 'trace:read', 'trace:write', 'policy:read', 'policy:write', 'analytics:read', 'admin']),
+      userId,
+      userName: name,
+      userEmail: email,
+    };
+  }
+}
+
+/** Checks a principal against what the route demands; throws 403. */
+export function authorize(p: Principal, need: RouteAuth, method: string) {
+  if (p.kind === 'agent_key' && !need.agentKeys) throw forbidden('Agent-scoped keys cannot use this route');
+  const role = need.role ?? (method === 'GET' || method === 'HEAD' ? 'viewer' : 'developer');
+  const effective: Role = need.scope === 'admin' ? 'admin' : role;
+  if (!roleAtLeast(p.role, effective)) throw forbidden(`Requires role ${effective}`);
+  if (need.scope && !p.scopes.has(need.scope)) throw forbidden(`Requires scope ${need.scope}`);
+}
+
+/** Installs the hook. Routes without `config.auth.public` require authentication. */
+export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; state: SharedState; config: Config }) {
+  const limits = {
+    control: deps.config.RATE_LIMIT_CONTROL_PER_MINUTE,
+    ingest: deps.config.RATE_LIMIT_INGEST_PER_MINUTE,
+    enforce: deps.config.ENFORCEMENT_RATE_LIMIT_PER_MINUTE,
+  };
+  app.addHook('onRequest', async (request, reply) => {
+    // Unmatched routes fall through to the 404 handler.
+    if (!request.routeOptions.url) return;
+    const need = request.routeOptions.config.auth ?? {};
+    if (need.public) return;
+    const principal = await deps.auth.authenticate(request);
+    request.principal = principal;
+    authorize(principal, need, request.method);
+
+    const cls = need.rateLimit ?? 'control';
+    if (cls === false) return;
+    const limit = limits[cls];
+    let hit;
+    try {
+      hit = await deps.state.hit(`${cls}:${principal.organizationId}`, 60_000);
+    } catch (err) {
+      // Fail open: a cache outage must not take the API down; the health check reports it.
+      request.log.warn({ err }, 'rate limiter unavailable; request allowed');
+      return;
+    }
+    const resetSeconds = Math.max(1, Math.ceil((hit.resetAt - Date.now()) / 1000));
+    reply.header('X-RateLimit-Limit', limit);
+    reply.header('X-RateLimit-Remaining', Math.max(0, limit - hit.count));
+    reply.header('X-RateLimit-Reset', resetSeconds);
+    if (hit.count > limit) {
+      throw new AppError(429, 'RATE_LIMITED', `Rate limit of ${limit} requests per minute exceeded`, undefined, {
+        'Retry-After': String(resetSeconds),
+      });
+    }
+  });
+}

@@ -1,0 +1,105 @@
+/**
+ * Typed errors thrown by services, and the one error handler that maps everything to the
+ * `{ error: { code, message, fields? } }` body. No stack or SQL ever reaches a client.
+ */
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+
+export class AppError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly fields?: Record<string, string>,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+export const notFound = (what = 'Resource') => new AppError(404, 'NOT_FOUND', `${what} not found`);
+export const conflict = (message: string, code = 'CONFLICT') => new AppError(409, code, message);
+export const forbidden = (message = 'Insufficient permissions') => new AppError(403, 'FORBIDDEN', message);
+export const unauthorized = (message = 'Missing or invalid credentials') => new AppError(401, 'UNAUTHORIZED', message);
+export const validation = (fields: Record<string, string>, message = 'Request validation failed') =>
+  new AppError(422, 'VALIDATION_ERROR', message, fields);
+
+interface ValidationIssue {
+  instancePath?: string;
+  message?: string;
+  params?: { issue?: { path?: PropertyKey[]; message?: string } };
+}
+
+/** Turns zod issues into `{ "a.b.0": "message" }` using the input's own field names. */
+function fieldsFrom(issues: ValidationIssue[]): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const v of issues) {
+    const path = v.params?.issue?.path;
+    const key =
+      path && path.length > 0
+        ? path.map(String).join('.')
+        : (v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') || '_';
+    fields[key] ??= v.params?.issue?.message ?? v.message ?? 'Invalid value';
+  }
+  return fields;
+}
+
+// Postgres error classes that can only come from a value we should have rejected earlier:
+// a safety net, so a gap in validation is still a 4xx and never a 500.
+const PG_CONFLICT = new Set(['23505']);
+const PG_BAD_VALUE_CLASS = '22';
+
+/** Registers the error and not-found handlers on an app. */
+export function registerErrorHandling(app: FastifyInstance) {
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ error: { code: 'NOT_FOUND', message: `Route ${request.method} ${request.url.split('?')[0]} not found` } });
+  });
+
+  app.setErrorHandler((err: FastifyError & { code?: string; validationContext?: string }, request, reply) => {
+    if (err instanceof AppError) {
+      if (err.headers) reply.headers(err.headers);
+      return reply
+        .code(err.statusCode)
+        .send({ error: { code: err.code, message: err.message, ...(err.fields ? { fields: err.fields } : {}) } });
+    }
+    if (hasZodFastifySchemaValidationErrors(err)) {
+      // A malformed path id cannot name anything that exists: 404, as contract.md says.
+      if (err.validationContext === 'params') {
+        return reply.code(404).send({ error: { code: 'NOT_FOUND', message: 'Resource not found' } });
+      }
+      return reply.code(422).send({
+        error: { code: 'VALIDATION_ERROR', message: 'Request validation failed', fields: fieldsFrom(err.validation as ValidationIssue[]) },
+      });
+    }
+    if (isResponseSerializationError(err)) {
+      request.log.error({ err, issues: err.cause?.issues }, 'response does not match its schema');
+      return reply.code(500).send({ error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } });
+    }
+    switch (err.code) {
+      case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+        return reply.code(400).send({ error: { code: 'BAD_REQUEST', message: 'Malformed JSON body' } });
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return reply.code(413).send({ error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body is too large' } });
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return reply
+          .code(415)
+          .send({ error: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Send JSON with Content-Type: application/json' } });
+    }
+    if (err.code && PG_CONFLICT.has(err.code)) {
+      return reply.code(409).send({ error: { code: 'CONFLICT', message: 'Conflicts with an existing resource' } });
+    }
+    if (err.code && err.code.length === 5 && err.code.startsWith(PG_BAD_VALUE_CLASS)) {
+      request.log.warn({ err }, 'database rejected a value that validation let through');
+      return reply.code(422).send({ error: { code: 'VALIDATION_ERROR', message: 'A value is out of range', fields: {} } });
+    }
+    // Fastify's own client errors (e.g. SyntaxError from the JSON parser) keep their 4xx.
+    const status = typeof err.statusCode === 'number' ? err.statusCode : 500;
+    if (status >= 400 && status < 500) {
+      return reply.code(status).send({ error: { code: status === 400 ? 'BAD_REQUEST' : 'CLIENT_ERROR', message: err.message } });
+    }
+    request.log.error({ err }, 'unhandled error');
+    return reply.code(500).send({ error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } });
+  });
+}

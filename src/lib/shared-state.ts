@@ -1,0 +1,109 @@
+/**
+ * State shared between instances: fixed-window counters (rate limits) and pub/sub (cache
+ * invalidation). Redis when REDIS_URL is set; an in-process fallback otherwise.
+ */
+import { EventEmitter } from 'node:events';
+import { Redis } from 'ioredis';
+
+export interface WindowCount {
+  count: number;
+  /** Epoch ms at which the window ends. */
+  resetAt: number;
+}
+
+export interface SharedState {
+  kind: 'redis' | 'memory';
+  /** Adds one to the counter of `key` in the current window of `windowMs`, answering the new count. */
+  hit(key: string, windowMs: number): Promise<WindowCount>;
+  publish(channel: string, message: string): Promise<void>;
+  subscribe(channel: string, handler: (message: string) => void): void;
+  /** True when the backing store answers. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** In-process counters and pub/sub: correct for one instance. */
+export function memoryState(): SharedState {
+  const counters = new Map<string, WindowCount>();
+  const bus = new EventEmitter();
+  bus.setMaxListeners(0);
+  // Drop finished windows now and then so the map does not grow without bound.
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [k, v] of counters) if (v.resetAt <= now) counters.delete(k);
+  }, 60_000);
+  sweep.unref();
+  return {
+    kind: 'memory',
+    async hit(key, windowMs) {
+      const now = Date.now();
+      const start = now - (now % windowMs);
+      const k = `${key}:${start}`;
+      let c = counters.get(k);
+      if (!c) counters.set(k, (c = { count: 0, resetAt: start + windowMs }));
+      c.count += 1;
+      return { count: c.count, resetAt: c.resetAt };
+    },
+    async publish(channel, message) {
+      bus.emit(channel, message);
+    },
+    subscribe(channel, handler) {
+      bus.on(channel, handler);
+    },
+    ping: async () => true,
+    async close() {
+      clearInterval(sweep);
+      bus.removeAllListeners();
+    },
+  };
+}
+
+/** Redis-backed counters and pub/sub, shared by every instance pointing at the same Redis. */
+export async function redisState(url: string, prefix = 'agov:'): Promise<SharedState> {
+  // Commands fail fast while Redis is down instead of queueing: callers decide to fail open.
+  const options = { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true, connectTimeout: 3000 };
+  const cmd = new Redis(url, options);
+  const sub = new Redis(url, { ...options, enableOfflineQueue: true });
+  cmd.on('error', () => {});
+  sub.on('error', () => {});
+  await cmd.connect();
+  await sub.connect();
+  const handlers = new Map<string, Array<(m: string) => void>>();
+  sub.on('message', (channel: string, message: string) => {
+    for (const h of handlers.get(channel.slice(prefix.length)) ?? []) h(message);
+  });
+  return {
+    kind: 'redis',
+    async hit(key, windowMs) {
+      const now = Date.now();
+      const start = now - (now % windowMs);
+      const k = `${prefix}rl:${key}:${start}`;
+      // One round trip; the key expires shortly after its window ends.
+      const res = await cmd.multi().incr(k).pexpire(k, windowMs + 10_000).exec();
+      const count = Number(res?.[0]?.[1] ?? 1);
+      return { count, resetAt: start + windowMs };
+    },
+    async publish(channel, message) {
+      await cmd.publish(prefix + channel, message);
+    },
+    subscribe(channel, handler) {
+      const list = handlers.get(channel);
+      if (list) list.push(handler);
+      else {
+        handlers.set(channel, [handler]);
+        void sub.subscribe(prefix + channel).catch(() => {});
+      }
+    },
+    async ping() {
+      try {
+        return (await cmd.ping()) === 'PONG';
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      cmd.disconnect();
+      sub.disconnect();
+    },
+  };
+}
