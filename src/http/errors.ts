@@ -49,6 +49,14 @@ function fieldsFrom(issues: ValidationIssue[]): Record<string, string> {
 const PG_CONFLICT = new Set(['23505']);
 const PG_BAD_VALUE_CLASS = '22';
 
+/** The five-character Postgres SQLSTATE of an error or of its cause, if any. */
+export function pgCodeOf(err: unknown): string | undefined {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 3; e = e.cause as typeof e, i++) {
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code;
+  }
+  return undefined;
+}
+
 /** Registers the error and not-found handlers on an app. */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setNotFoundHandler((request, reply) => {
@@ -87,10 +95,12 @@ export function registerErrorHandling(app: FastifyInstance) {
           .code(415)
           .send({ error: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Send JSON with Content-Type: application/json' } });
     }
-    if (err.code && PG_CONFLICT.has(err.code)) {
+    // Drizzle wraps driver errors (DrizzleQueryError); the Postgres SQLSTATE is on the cause.
+    const pgCode = pgCodeOf(err);
+    if (pgCode && PG_CONFLICT.has(pgCode)) {
       return reply.code(409).send({ error: { code: 'CONFLICT', message: 'Conflicts with an existing resource' } });
     }
-    if (err.code && err.code.length === 5 && err.code.startsWith(PG_BAD_VALUE_CLASS)) {
+    if (pgCode && pgCode.startsWith(PG_BAD_VALUE_CLASS)) {
       request.log.warn({ err }, 'database rejected a value that validation let through');
       return reply.code(422).send({ error: { code: 'VALIDATION_ERROR', message: 'A value is out of range', fields: {} } });
     }

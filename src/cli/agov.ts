@@ -1,0 +1,85 @@
+/**
+ * `agov`: the operator's command line. Talks to the database directly (same configuration as the
+ * server: DATABASE_URL, else the embedded PGlite in DATA_DIR).
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { parseConfig } from '../config.js';
+import { openDatabase, type Database } from '../db/client.js';
+import { createOrganization } from '../domains/organizations/service.js';
+import { createUser } from '../domains/users/service.js';
+import { acquireDataDirLock } from '../lib/data-dir-lock.js';
+import { ROLES } from '../http/principal.js';
+import { pgCodeOf } from '../http/errors.js';
+import { environmentEnum } from '../http/validation.js';
+
+async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
+  const config = parseConfig();
+  // The embedded database cannot be opened by two processes at once.
+  if (!config.DATABASE_URL) acquireDataDirLock(config.DATA_DIR, 'agov CLI');
+  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 2 });
+  try {
+    await database.migrate();
+    return await fn(database);
+  } finally {
+    await database.close();
+  }
+}
+
+const nonEmpty = (name: string) => (v: string) => {
+  if (!v.trim()) throw new InvalidArgumentError(`${name} must not be empty`);
+  if (v.length > 255) throw new InvalidArgumentError(`${name} is longer than 255 characters`);
+  return v.trim();
+};
+
+const program = new Command()
+  .name('agov')
+  .description('Agent governance control plane: operator commands')
+  .showHelpAfterError();
+
+program
+  .command('init')
+  .description('Create an organization and print its admin API key (shown once)')
+  .requiredOption('--org <name>', 'organization name', nonEmpty('--org'))
+  .option('--environment <env>', 'environment of the admin key: production, staging or development', 'production')
+  .option('--json', 'print the result as JSON')
+  .action(async (opts: { org: string; environment: string; json?: boolean }) => {
+    const env = environmentEnum.safeParse(opts.environment);
+    if (!env.success) throw new InvalidArgumentError('--environment must be production, staging or development');
+    const out = await withDatabase((d) => createOrganization(d.db, { name: opts.org, environment: env.data, actor: 'cli' }));
+    if (opts.json) {
+      console.log(JSON.stringify({ organizationId: out.organization.id, name: out.organization.name, apiKeyId: out.apiKey.id, apiKey: out.key }));
+      return;
+    }
+    console.log(`Organization "${out.organization.name}" created: ${out.organization.id}`);
+    console.log(`Admin API key (shown once, store it now):\n\n  ${out.key}\n`);
+    console.log(`Try: curl -H "X-API-Key: ${out.key}" http://localhost:${process.env.PORT ?? 3000}/api/v1/health`);
+  });
+
+program
+  .command('add-user')
+  .description('Add a user to an organization (users otherwise appear on their first JWT sign-in)')
+  .requiredOption('--org-id <uuid>', 'organization id')
+  .requiredOption('--email <email>', 'email address', nonEmpty('--email'))
+  .requiredOption('--name <name>', 'display name', nonEmpty('--name'))
+  .option('--role <role>', 'viewer, developer or admin', 'viewer')
+  .action(async (opts: { orgId: string; email: string; name: string; role: string }) => {
+    if (!(ROLES as readonly string[]).includes(opts.role)) throw new InvalidArgumentError('--role must be viewer, developer or admin');
+    if (!/^[0-9a-f-]{36}$/i.test(opts.orgId)) throw new InvalidArgumentError('--org-id must be a uuid');
+    const user = await withDatabase((d) => createUser(d.db, { organizationId: opts.orgId, email: opts.email, name: opts.name, role: opts.role }));
+    console.log(JSON.stringify({ id: user.id, email: user.email, name: user.name, role: user.role }));
+  });
+
+program
+  .command('migrate')
+  .description('Apply database migrations (the server also does this on start)')
+  .action(async () => {
+    await withDatabase(async (d) => console.log(`Migrations applied to ${d.describe}`));
+  });
+
+program.parseAsync().catch((err: unknown) => {
+  // Foreign key (unknown organization) and other database errors: a plain message, no SQL.
+  const code = pgCodeOf(err);
+  const message = code === '23503' ? 'unknown organization' : code === '23505' ? 'already exists' : code ? `database error ${code}` : (err as Error).message ?? String(err);
+  console.error(`agov: ${message}`);
+  process.exit(1);
+});
