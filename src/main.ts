@@ -5,7 +5,7 @@ import { openDatabase } from './db/client.js';
 import { parseConfig } from './config.js';
 import { buildApp } from './app.js';
 import { memoryState, redisState, type SharedState } from './lib/shared-state.js';
-import { createOrganization, isEmpty } from './domains/organizations/service.js';
+import { headlessInit } from './domains/organizations/service.js';
 import { acquireDataDirLock } from './lib/data-dir-lock.js';
 
 async function main() {
@@ -16,13 +16,9 @@ async function main() {
   const state: SharedState = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
   const app = await buildApp({ config, database, state });
 
-  if (config.AGOV_INIT_ORG_NAME && config.AGOV_INIT_ADMIN_KEY && (await isEmpty(database.db))) {
-    const { organization } = await createOrganization(database.db, { name: config.AGOV_INIT_ORG_NAME, key: config.AGOV_INIT_ADMIN_KEY });
-    app.log.info({ organizationId: organization.id }, `created organization "${organization.name}" with the admin key from AGOV_INIT_ADMIN_KEY`);
-  } else if (config.AGOV_INIT_ORG_NAME || config.AGOV_INIT_ADMIN_KEY) {
-    if (!(config.AGOV_INIT_ORG_NAME && config.AGOV_INIT_ADMIN_KEY)) app.log.warn('headless init needs both AGOV_INIT_ORG_NAME and AGOV_INIT_ADMIN_KEY; ignored');
-    else app.log.info('headless init skipped: the database already has an organization');
-  }
+  const init = await headlessInit(database.db, config.AGOV_INIT_ORG_NAME, config.AGOV_INIT_ADMIN_KEY);
+  if (init.created) app.log.info({ organizationId: init.organizationId }, `headless init: created organization "${init.name}" with the admin key from AGOV_INIT_ADMIN_KEY`);
+  else if (init.reason !== 'not configured') app.log.warn(`headless init skipped: ${init.reason}`);
 
   app.deps.usage.start(config.USAGE_FLUSH_INTERVAL_MS);
   await app.listen({ port: config.PORT, host: config.HOST });

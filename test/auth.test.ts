@@ -19,7 +19,7 @@ const health = (headers: Record<string, string>, extra: object = {}) =>
 
 describe('API key authentication', () => {
   it('401 UNAUTHORIZED without credentials, with a garbage key, or a malformed Authorization header', async () => {
-    for (const headers of [{}, { 'x-api-key': 'svc_prod_nope' }, { 'x-api-key': 'x' }, { authorization: 'Basic abc' }, { authorization: 'Bearer' }]) {
+    for (const headers of [{}, { 'x-api-key': 'svc_prod_nope' }, { 'x-api-key': 'x' }, { authorization: 'Basic abc' }, { authorization: 'Bearer' }] as Record<string, string>[]) {
       const res = await health(headers);
       expect(res.statusCode, JSON.stringify(headers)).toBe(401);
       expect(res.json().error.code).toBe('UNAUTHORIZED');

@@ -53,3 +53,15 @@ export async function isEmpty(db: Db) {
   const [{ n }] = await db.select({ n: count() }).from(organizations);
   return n === 0;
 }
+
+/**
+ * Headless first start: with both AGOV_INIT_ORG_NAME and AGOV_INIT_ADMIN_KEY set and an empty
+ * database, creates that organization with that admin key. Answers what it did, for the log.
+ */
+export async function headlessInit(db: Db, orgName: string | undefined, adminKey: string | undefined) {
+  if (!orgName && !adminKey) return { created: false as const, reason: 'not configured' };
+  if (!orgName || !adminKey) return { created: false as const, reason: 'needs both AGOV_INIT_ORG_NAME and AGOV_INIT_ADMIN_KEY' };
+  if (!(await isEmpty(db))) return { created: false as const, reason: 'the database already has an organization' };
+  const { organization } = await createOrganization(db, { name: orgName, key: adminKey, actor: 'headless-init' });
+  return { created: true as const, organizationId: organization.id, name: organization.name };
+}

@@ -1,0 +1,76 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { headlessInit, isEmpty } from '../src/domains/organizations/service.js';
+import { generateKey } from '../src/domains/api-keys/key-material.js';
+import { buildApp } from '../src/app.js';
+import { parseConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/client.js';
+import { memoryState } from '../src/lib/shared-state.js';
+import { createTestApp, type TestApp } from './helpers.js';
+
+const run = promisify(execFile);
+
+describe('headless first start', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('creates the organization with the given admin key only when the database is empty', async () => {
+    const key = generateKey('staging');
+    const empty = await isEmpty(t.database.db);
+    const out = await headlessInit(t.database.db, 'Headless Co', key);
+    if (!empty) {
+      // Shared PostgreSQL in CI already holds other tests' organizations.
+      expect(out).toMatchObject({ created: false, reason: expect.stringMatching(/already/) });
+      return;
+    }
+    expect(out.created).toBe(true);
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/settings/organization', headers: { 'x-api-key': key } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.name).toBe('Headless Co');
+    expect(await headlessInit(t.database.db, 'Again', generateKey('staging'))).toMatchObject({ created: false });
+  });
+
+  it('refuses a key that does not have the key form', async () => {
+    await expect(headlessInit(t.database.db, 'Bad', 'hunter2')).resolves.toMatchObject({ created: false });
+    const fresh = await openDatabase({ dataDir: null });
+    await fresh.migrate();
+    await expect(headlessInit(fresh.db, 'Bad', 'hunter2')).rejects.toThrow(/svc_prod_/);
+    await fresh.close();
+  });
+});
+
+describe('agov init (CLI)', () => {
+  it('creates an organization and prints a working admin key once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agov-cli-'));
+    try {
+      const env = { ...process.env, DATA_DIR: dir };
+      const { stdout } = await run('node', ['bin/agov.js', 'init', '--org', 'CLI Co', '--json'], { env, timeout: 60_000 });
+      const out = JSON.parse(stdout.trim().split('\n').pop()!);
+      expect(out.apiKey).toMatch(/^svc_prod_/);
+      // Open the same database the CLI wrote (PGlite dir, or DATABASE_URL when set) and use the key.
+      const config = parseConfig({ LOG_LEVEL: 'silent', DATABASE_URL: process.env.DATABASE_URL ?? '' });
+      const database = await openDatabase({ url: config.DATABASE_URL, dataDir: dir });
+      const app = await buildApp({ config, database, state: memoryState() });
+      try {
+        const res = await app.inject({ method: 'GET', url: '/api/v1/settings/organization', headers: { 'x-api-key': out.apiKey } });
+        expect(res.statusCode).toBe(200);
+        expect(res.json().data).toMatchObject({ id: out.organizationId, name: 'CLI Co' });
+      } finally {
+        await app.close();
+        await database.close();
+      }
+      const bad = await run('node', ['bin/agov.js', 'init'], { env, timeout: 60_000 }).catch((e) => e);
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toMatch(/--org/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
