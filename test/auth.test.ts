@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
-import { apiKeys } from '../src/db/schema/index.js';
+import { agents, apiKeys } from '../src/db/schema/index.js';
 import { insertKey } from '../src/domains/api-keys/service.js';
 import { generateKey } from '../src/domains/api-keys/key-material.js';
 import { createKey, createOrg, createTestApp, signJwt, type TestApp, type TestOrg } from './helpers.js';
@@ -106,10 +106,14 @@ describe('roles and scopes', () => {
   });
 
   it('agent-scoped keys are refused on routes that do not accept them', async () => {
+    const [agent] = await t.database.db
+      .insert(agents)
+      .values({ organizationId: org.orgId, agentId: `bot-${randomUUID()}`, name: 'bot', type: 'chatbot', platform: 'custom', environment: 'production' })
+      .returning();
     const key = generateKey('production');
     await insertKey(t.database.db, {
       organizationId: org.orgId, key, name: 'agent', environment: 'production', scopes: ['trace:write', 'policy:read', 'agent:read'],
-      createdBy: 'test', agentId: randomUUID(),
+      createdBy: 'test', agentId: agent.id,
     });
     const res = await health({ 'x-api-key': key });
     expect(res.statusCode).toBe(403);

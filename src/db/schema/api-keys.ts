@@ -1,5 +1,6 @@
 import { bigint, boolean, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { organizations } from './organizations.js';
+import { agents } from './agents.js';
 
 /** API keys: only the SHA-256 of the key is stored; the key itself is shown once. */
 export const apiKeys = pgTable(
@@ -10,7 +11,7 @@ export const apiKeys = pgTable(
       .notNull()
       .references(() => organizations.id, { onDelete: 'cascade' }),
     /** Set for agent-scoped keys: the key may only act for this agent. */
-    agentId: uuid('agent_id'),
+    agentId: uuid('agent_id').references(() => agents.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     description: text('description'),
     keyPrefix: text('key_prefix').notNull(),

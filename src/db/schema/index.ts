@@ -5,3 +5,5 @@ export * from './teams.js';
 export * from './saved-filters.js';
 export * from './audit.js';
 export * from './outbox.js';
+export * from './agents.js';
+export * from './traces.js';

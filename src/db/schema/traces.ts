@@ -1,0 +1,70 @@
+import { sql, type SQL } from 'drizzle-orm';
+import { boolean, customType, doublePrecision, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { organizations } from './organizations.js';
+import { agents } from './agents.js';
+
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
+
+/** Execution traces (spans). Upserted by (organization, traceId). */
+export const traces = pgTable(
+  'traces',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    organizationId: uuid('organization_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    traceId: text('trace_id').notNull(),
+    agentId: uuid('agent_id')
+      .notNull()
+      .references(() => agents.id, { onDelete: 'cascade' }),
+    parentTraceId: text('parent_trace_id'),
+    timestamp: timestamp('timestamp', { withTimezone: true }).notNull(),
+    durationMs: integer('duration_ms'),
+    status: text('status').notNull(),
+    input: jsonb('input'),
+    output: jsonb('output'),
+    errorMessage: text('error_message'),
+    errorType: text('error_type'),
+    modelName: text('model_name'),
+    promptTokens: integer('prompt_tokens'),
+    completionTokens: integer('completion_tokens'),
+    totalTokens: integer('total_tokens'),
+    costUsd: doublePrecision('cost_usd'),
+    /** True when costUsd was estimated from the price table rather than sent. */
+    costEstimated: boolean('cost_estimated').notNull().default(false),
+    environment: text('environment').notNull(),
+    version: text('version'),
+    tags: text('tags').array(),
+    metadata: jsonb('metadata'),
+    userId: text('user_id'),
+    sessionId: text('session_id'),
+    spanType: text('span_type').notNull().default('custom'),
+    spanName: text('span_name'),
+    flagged: boolean('flagged').notNull().default(false),
+    flagReason: text('flag_reason'),
+    flaggedAt: timestamp('flagged_at', { withTimezone: true }),
+    flaggedBy: text('flagged_by'),
+    // Full-text search over span name, error message and the string values of input/output.
+    searchVector: tsvector('search_vector').generatedAlwaysAs(
+      (): SQL => sql`to_tsvector('simple', coalesce(span_name, '') || ' ' || coalesce(error_message, '')) || jsonb_to_tsvector('simple', coalesce(input, '{}'::jsonb), '["string"]') || jsonb_to_tsvector('simple', coalesce(output, '{}'::jsonb), '["string"]')`,
+    ),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    // The ingest upsert key.
+    uniqueIndex('traces_org_trace_id_uq').on(t.organizationId, t.traceId),
+    // GET /traces newest first, with startTime/endTime; stats over the last N hours; export.
+    index('traces_org_ts_idx').on(t.organizationId, t.timestamp.desc()),
+    // GET /traces?agentId=&status= (and agentId alone), agent stats and health by time.
+    index('traces_org_agent_status_ts_idx').on(t.organizationId, t.agentId, t.status, t.timestamp.desc()),
+    // GET /traces?status= across agents.
+    index('traces_org_status_ts_idx').on(t.organizationId, t.status, t.timestamp.desc()),
+    // sessionId filter and relatedTraces by session.
+    index('traces_org_session_idx').on(t.organizationId, t.sessionId).where(sql`${t.sessionId} is not null`),
+    // /children, /tree and relatedTraces by parent.
+    index('traces_org_parent_idx').on(t.organizationId, t.parentTraceId).where(sql`${t.parentTraceId} is not null`),
+    // GET /traces?search= (full text).
+    index('traces_search_gin').using('gin', t.searchVector),
+  ],
+);
