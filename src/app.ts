@@ -20,6 +20,7 @@ import { registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
 import { apiKeyRoutes } from './domains/api-keys/routes.js';
 import { auditRoutes } from './domains/audit/routes.js';
+import { agentRoutes } from './domains/agents/routes.js';
 import { healthRoutes, probeRoutes } from './domains/health/routes.js';
 import { settingsRoutes } from './domains/settings/routes.js';
 import { teamRoutes } from './domains/teams/routes.js';
@@ -122,6 +123,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await v1.register(teamRoutes);
       await v1.register(savedFilterRoutes);
       await v1.register(auditRoutes);
+      await v1.register(agentRoutes);
     },
     { prefix: '/api/v1' },
   );

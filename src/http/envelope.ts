@@ -36,6 +36,7 @@ export const errorResponses = {
   401: errorSchema,
   403: errorSchema,
   404: errorSchema,
+  409: errorSchema,
   413: errorSchema,
   422: errorSchema,
   429: errorSchema,

@@ -67,17 +67,21 @@ export async function insertKey(
   return row;
 }
 
+/** Expiry of a new key: absent means the organization's defaultKeyExpiryDays from now; null means never. */
+export async function resolveExpiry(tx: Executor, orgId: string, expiresAt: string | null | undefined): Promise<Date | null> {
+  if (expiresAt === null) return null;
+  if (expiresAt !== undefined) return new Date(expiresAt);
+  const [org] = await tx.select({ days: organizations.defaultKeyExpiryDays }).from(organizations).where(eq(organizations.id, orgId));
+  return new Date(Date.now() + (org?.days ?? 30) * 86_400_000);
+}
+
 /** Creates an organization key. Absent expiresAt means the organization's defaultKeyExpiryDays; null means never. */
 export async function createApiKey(db: Db, ctx: AuditContext, canGrantAdmin: boolean, input: CreateApiKeyInput) {
   const orgId = ctx.principal.organizationId;
   const scopes = input.scopes ?? DEFAULT_SCOPES;
   if (scopes.includes('admin') && !canGrantAdmin) throw forbidden('Only an admin may grant scope admin');
   return db.transaction(async (tx) => {
-    let expiresAt: Date | null;
-    if (input.expiresAt === undefined) {
-      const [org] = await tx.select({ days: organizations.defaultKeyExpiryDays }).from(organizations).where(eq(organizations.id, orgId));
-      expiresAt = new Date(Date.now() + (org?.days ?? 30) * 86_400_000);
-    } else expiresAt = input.expiresAt === null ? null : new Date(input.expiresAt);
+    const expiresAt = await resolveExpiry(tx, orgId, input.expiresAt);
     const key = generateKey(input.environment);
     const row = await insertKey(tx, {
       organizationId: orgId,
