@@ -21,6 +21,9 @@ import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecat
 import { apiKeyRoutes } from './domains/api-keys/routes.js';
 import { auditRoutes } from './domains/audit/routes.js';
 import { agentRoutes } from './domains/agents/routes.js';
+import { traceRoutes } from './domains/traces/routes.js';
+import { loadPriceTable, Pricing } from './domains/traces/pricing.js';
+import { noSubscriptions, type Subscriptions } from './domains/events/subscriptions.js';
 import { healthRoutes, probeRoutes } from './domains/health/routes.js';
 import { settingsRoutes } from './domains/settings/routes.js';
 import { teamRoutes } from './domains/teams/routes.js';
@@ -39,6 +42,8 @@ export interface AppServices {
   state: SharedState;
   auth: Authenticator;
   usage: UsageRecorder;
+  pricing: Pricing;
+  subscriptions: Subscriptions;
 }
 
 declare module 'fastify' {
@@ -75,7 +80,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const usage = new UsageRecorder(deps.database.db, app.log);
   const auth = new Authenticator(deps.database.db, config, deps.state, usage);
-  app.decorate('deps', { ...deps, db: deps.database.db, auth, usage });
+  const pricing = new Pricing(loadPriceTable(config.PRICE_TABLE_PATH));
+  app.decorate('deps', { ...deps, db: deps.database.db, auth, usage, pricing, subscriptions: noSubscriptions });
   app.addHook('onClose', async () => usage.stop());
 
   app.addHook('onRequest', async (request, reply) => {
@@ -124,6 +130,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await v1.register(savedFilterRoutes);
       await v1.register(auditRoutes);
       await v1.register(agentRoutes);
+      await v1.register(traceRoutes);
     },
     { prefix: '/api/v1' },
   );

@@ -54,6 +54,10 @@ const schema = z.object({
   PROCESSING_PORT: int(3001, 0, 65535),
   PROCESSING_TOKEN: optionalString,
   SMTP_URL: optionalString,
+  /** A JSON price table replacing the shipped one (same shape as src/domains/traces/prices.json). */
+  PRICE_TABLE_PATH: optionalString,
+  /** Largest accepted body of POST /traces/ingest (100 items with large inputs/outputs). */
+  INGEST_BODY_LIMIT_BYTES: int(32 * 1024 * 1024, 1024),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** How long an authenticated API key stays cached before it is read again (invalidation is immediate on change). */
   AUTH_CACHE_TTL_SECONDS: int(30, 0, 3600),

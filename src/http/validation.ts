@@ -48,9 +48,9 @@ export function checkJson(value: unknown, maxDepth = MAX_JSON_DEPTH, maxNodes = 
 }
 
 /** A free-form JSON object (metadata, filter configs), bounded as above. */
-export const jsonObject = () =>
+export const jsonObject = (maxDepth = MAX_JSON_DEPTH, maxNodes = MAX_JSON_NODES) =>
   z.record(z.string(), z.unknown()).superRefine((v, ctx) => {
-    const why = checkJson(v);
+    const why = checkJson(v, maxDepth, maxNodes);
     if (why) ctx.addIssue({ code: 'custom', message: `object ${why}` });
   });
 

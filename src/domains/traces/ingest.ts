@@ -1,0 +1,331 @@
+/**
+ * POST /traces/ingest: validate items one by one, resolve agents in one query, merge with existing
+ * rows (upsert by organization + traceId), estimate missing costs, write all rows in one multi-row
+ * upsert, accrue spend and health to the agents in one UPDATE, and raise budget events: one
+ * transaction, a fixed number of round trips per batch whatever its size.
+ */
+import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
+import type { Db, Tx } from '../../db/client.js';
+import { rowsOf } from '../../db/client.js';
+import { agents } from '../../db/schema/index.js';
+import type { Principal } from '../../http/principal.js';
+import type { AuditContext } from '../audit/service.js';
+import { monthOf, pauseInTx } from '../agents/service.js';
+import { emit } from '../events/outbox.js';
+import type { Subscriptions } from '../events/subscriptions.js';
+import type { Pricing } from './pricing.js';
+import { ingestItemSchema, type IngestItem } from './schemas.js';
+
+/** Largest accepted item, serialized; a larger one fails alone. */
+export const MAX_ITEM_BYTES = 2 * 1024 * 1024;
+/** Weight of each new trace in the agent's recent error rate (about the last 10-20 traces count). */
+const EWMA_ALPHA = 0.1;
+/** healthStatus from the recent error rate: below 10 % healthy, below 50 % degraded, else failing. */
+export const DEGRADED_AT = 0.1;
+export const FAILING_AT = 0.5;
+
+type AgentRow = typeof agents.$inferSelect;
+
+interface ItemError {
+  index: number;
+  traceId: string | null;
+  error: string;
+}
+
+/** A row as written: every column of the upsert. */
+interface TraceRow {
+  trace_id: string;
+  agent_id: string;
+  parent_trace_id: string | null;
+  timestamp: string;
+  duration_ms: number | null;
+  status: string;
+  input: unknown;
+  output: unknown;
+  error_message: string | null;
+  error_type: string | null;
+  model_name: string | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  total_tokens: number | null;
+  cost_usd: number | null;
+  cost_estimated: boolean;
+  environment: string;
+  version: string | null;
+  tags: string[] | null;
+  metadata: unknown;
+  user_id: string | null;
+  session_id: string | null;
+  span_type: string;
+  span_name: string | null;
+}
+
+const COLUMNS = `trace_id text, agent_id uuid, parent_trace_id text, "timestamp" timestamptz, duration_ms int, status text,
+  input jsonb, output jsonb, error_message text, error_type text, model_name text, prompt_tokens int, completion_tokens int,
+  total_tokens int, cost_usd float8, cost_estimated bool, environment text, version text, tags text[], metadata jsonb,
+  user_id text, session_id text, span_type text, span_name text`;
+const NAMES = COLUMNS.split(',').map((c) => c.trim().split(/\s+/)[0]);
+// Nullable columns keep their stored value when a concurrent first insert raced this one.
+const NOT_NULL = new Set(['trace_id', 'agent_id', '"timestamp"', 'status', 'environment', 'span_type', 'cost_estimated']);
+const UPDATE_SET = NAMES.filter((n) => n !== 'trace_id')
+  .map((n) => (NOT_NULL.has(n) ? `${n} = excluded.${n}` : `${n} = coalesce(excluded.${n}, traces.${n})`))
+  .join(', ');
+
+function describeIssues(issues: { path: PropertyKey[]; message: string }[]) {
+  return issues
+    .slice(0, 5)
+    .map((i) => (i.path.length ? `${i.path.map(String).join('.')}: ${i.message}` : i.message))
+    .join('; ');
+}
+
+export interface IngestResult {
+  accepted: number;
+  failed: number;
+  traceIds: string[];
+  errors?: ItemError[];
+}
+
+export interface IngestDeps {
+  db: Db;
+  pricing: Pricing;
+  subscriptions: Subscriptions;
+}
+
+/** Ingests a batch for the principal's organization; answers the partial-success summary. */
+export async function ingestTraces(deps: IngestDeps, principal: Principal, items: unknown[]): Promise<IngestResult> {
+  const orgId = principal.organizationId;
+  const errors: ItemError[] = [];
+  const valid: { index: number; item: IngestItem }[] = [];
+
+  items.forEach((raw, index) => {
+    const traceId = raw && typeof raw === 'object' && typeof (raw as { traceId?: unknown }).traceId === 'string' ? (raw as { traceId: string }).traceId : null;
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+      errors.push({ index, traceId, error: 'item must be an object' });
+      return;
+    }
+    const parsed = ingestItemSchema.safeParse(raw);
+    if (!parsed.success) {
+      errors.push({ index, traceId, error: describeIssues(parsed.error.issues) });
+      return;
+    }
+    if (JSON.stringify(raw).length > MAX_ITEM_BYTES) {
+      errors.push({ index, traceId, error: `item is larger than ${MAX_ITEM_BYTES} bytes` });
+      return;
+    }
+    valid.push({ index, item: parsed.data });
+  });
+
+  // Resolve agents: by external id or uuid, in one query; an agent-scoped key is its own agent.
+  const externalIds = new Set<string>();
+  const uuids = new Set<string>();
+  if (principal.agentId) uuids.add(principal.agentId);
+  for (const { item } of valid) {
+    if (item.agentUuid) uuids.add(item.agentUuid);
+    else if (item.agentId) externalIds.add(item.agentId);
+  }
+  const conds: SQL[] = [];
+  if (uuids.size) conds.push(inArray(agents.id, [...uuids]));
+  if (externalIds.size) conds.push(inArray(agents.agentId, [...externalIds]));
+  const found = conds.length ? await deps.db.select().from(agents).where(and(eq(agents.organizationId, orgId), or(...conds))) : [];
+  const byUuid = new Map(found.map((a) => [a.id, a]));
+  const byExternal = new Map(found.map((a) => [a.agentId, a]));
+
+  const ready: { index: number; item: IngestItem; agent: AgentRow }[] = [];
+  for (const v of valid) {
+    const { item } = v;
+    let agent: AgentRow | undefined;
+    if (item.agentUuid) agent = byUuid.get(item.agentUuid);
+    else if (item.agentId) agent = byExternal.get(item.agentId);
+    else if (principal.agentId) agent = byUuid.get(principal.agentId);
+    else {
+      errors.push({ index: v.index, traceId: item.traceId, error: 'agentId or agentUuid is required' });
+      continue;
+    }
+    if (!agent) {
+      errors.push({ index: v.index, traceId: item.traceId, error: 'unknown agent' });
+      continue;
+    }
+    if (principal.agentId && agent.id !== principal.agentId) {
+      errors.push({ index: v.index, traceId: item.traceId, error: 'an agent-scoped key ingests only for its own agent' });
+      continue;
+    }
+    ready.push({ ...v, agent });
+  }
+
+  if (ready.length > 0) await writeBatch(deps, principal, ready);
+  errors.sort((a, b) => a.index - b.index);
+  return {
+    accepted: ready.length,
+    failed: errors.length,
+    traceIds: ready.map((r) => r.item.traceId),
+    ...(errors.length ? { errors } : {}),
+  };
+}
+
+/** Merges an item onto a stored (or earlier) row: provided fields win, absent ones are kept. */
+function merge(prev: TraceRow | undefined, item: IngestItem, agent: AgentRow, pricing: Pricing): TraceRow {
+  const pick = <T>(v: T | undefined, old: T | null | undefined): T | null => (v !== undefined ? v : (old ?? null));
+  const row: TraceRow = {
+    trace_id: item.traceId,
+    agent_id: agent.id,
+    parent_trace_id: pick(item.parentTraceId, prev?.parent_trace_id),
+    timestamp: item.timestamp ? new Date(item.timestamp).toISOString() : (prev?.timestamp ?? new Date().toISOString()),
+    duration_ms: pick(item.durationMs, prev?.duration_ms),
+    status: item.status ?? prev?.status ?? 'success',
+    input: pick(item.input, prev?.input),
+    output: pick(item.output, prev?.output),
+    error_message: pick(item.errorMessage, prev?.error_message),
+    error_type: pick(item.errorType, prev?.error_type),
+    model_name: pick(item.modelName, prev?.model_name),
+    prompt_tokens: pick(item.promptTokens, prev?.prompt_tokens),
+    completion_tokens: pick(item.completionTokens, prev?.completion_tokens),
+    total_tokens: pick(item.totalTokens, prev?.total_tokens),
+    cost_usd: null,
+    cost_estimated: false,
+    environment: item.environment ?? prev?.environment ?? agent.environment,
+    version: pick(item.version, prev?.version),
+    tags: pick(item.tags, prev?.tags),
+    metadata: pick(item.metadata, prev?.metadata),
+    user_id: pick(item.userId, prev?.user_id),
+    session_id: pick(item.sessionId, prev?.session_id),
+    span_type: item.spanType ?? prev?.span_type ?? 'custom',
+    span_name: pick(item.spanName, prev?.span_name),
+  };
+  if (row.total_tokens === null && (row.prompt_tokens !== null || row.completion_tokens !== null)) {
+    row.total_tokens = (row.prompt_tokens ?? 0) + (row.completion_tokens ?? 0);
+  }
+  if (item.costUsd !== undefined && item.costUsd !== null) row.cost_usd = item.costUsd;
+  else if (item.costUsd === undefined && prev && prev.cost_usd !== null && !prev.cost_estimated) row.cost_usd = prev.cost_usd;
+  if (row.cost_usd === null) {
+    const est = pricing.estimate(row.model_name, row.prompt_tokens, row.completion_tokens, row.total_tokens);
+    if (est !== null) {
+      row.cost_usd = est;
+      row.cost_estimated = true;
+    }
+  } else {
+    row.cost_estimated = false;
+  }
+  return row;
+}
+
+const ERROR_STATUSES = new Set(['error', 'timeout']);
+
+async function writeBatch(deps: IngestDeps, principal: Principal, ready: { item: IngestItem; agent: AgentRow }[]) {
+  const orgId = principal.organizationId;
+  const traceIds = [...new Set(ready.map((r) => r.item.traceId))].sort();
+  const wantCompleted = await deps.subscriptions.wants(orgId, 'trace_completed');
+  const wantError = await deps.subscriptions.wants(orgId, 'trace_error');
+
+  await deps.db.transaction(async (tx) => {
+    // Lock the rows this batch updates (sorted, so concurrent batches lock in one order: no deadlock).
+    const existing = rowsOf<TraceRow>(
+      await tx.execute(sql`select ${sql.raw(NAMES.join(', '))} from traces
+        where organization_id = ${orgId} and trace_id in ${traceIds} order by trace_id for update`),
+    );
+    const stored = new Map(existing.map((r) => [r.trace_id, { ...r, timestamp: new Date(r.timestamp).toISOString() }]));
+
+    // Within a batch, a later item with the same traceId merges onto the earlier one (later wins).
+    const merged = new Map<string, TraceRow>();
+    const perAgent = new Map<string, { delta: number; n: number; errors: number }>();
+    const tally = (agentId: string) => {
+      let a = perAgent.get(agentId);
+      if (!a) perAgent.set(agentId, (a = { delta: 0, n: 0, errors: 0 }));
+      return a;
+    };
+    for (const { item, agent } of ready) {
+      const row = merge(merged.get(item.traceId) ?? stored.get(item.traceId), item, agent, deps.pricing);
+      merged.set(item.traceId, row);
+      const a = tally(agent.id);
+      a.n += 1;
+      if (ERROR_STATUSES.has(row.status)) a.errors += 1;
+    }
+    // Spend moves by the difference between each trace's stored cost and its final cost
+    // (a trace re-sent for another agent debits the old one).
+    for (const row of merged.values()) {
+      tally(row.agent_id).delta += row.cost_usd ?? 0;
+      const old = stored.get(row.trace_id);
+      if (old?.cost_usd) tally(old.agent_id).delta -= old.cost_usd;
+    }
+
+    const rows = [...merged.values()].sort((a, b) => (a.trace_id < b.trace_id ? -1 : 1));
+    await tx.execute(sql`insert into traces (organization_id, ${sql.raw(NAMES.join(', '))}, updated_at)
+      select ${orgId}::uuid, ${sql.raw(NAMES.map((n) => `r.${n}`).join(', '))}, now()
+      from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(${sql.raw(COLUMNS)})
+      on conflict (organization_id, trace_id) do update set ${sql.raw(UPDATE_SET)}, updated_at = now()`);
+
+    const month = monthOf();
+    const decay = (n: number) => Math.pow(1 - EWMA_ALPHA, n);
+    // Agents in id order, so concurrent batches take their row locks in one order.
+    const values = [...perAgent.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([id, a]) => sql`(${id}::uuid, ${a.delta}::float8, ${decay(a.n)}::float8, ${a.n ? a.errors / a.n : 0}::float8, ${a.n}::int)`);
+    const ewma = sql.raw(`(a.error_rate_ewma * d.decay + d.err_rate * (1 - d.decay))`);
+    const updated = rowsOf<{ id: string }>(
+      await tx.execute(sql`update agents a set
+        current_month_cost_usd = greatest(0, (case when a.spend_month = ${month} then a.current_month_cost_usd else 0 end) + d.delta),
+        spend_month = ${month},
+        trace_count = a.trace_count + d.n,
+        error_rate_ewma = ${ewma},
+        health_status = case when ${ewma} >= ${FAILING_AT} then 'failing' when ${ewma} >= ${DEGRADED_AT} then 'degraded' else 'healthy' end,
+        last_seen_at = case when d.n > 0 then now() else a.last_seen_at end
+      from (values ${sql.join(values, sql`, `)}) as d(id, delta, decay, err_rate, n)
+      where a.id = d.id and a.organization_id = ${orgId}
+      returning a.id`),
+    );
+    if (updated.length) await raiseBudgetEvents(tx, principal, updated.map((u) => u.id), month);
+
+    if (wantCompleted || wantError) {
+      for (const row of rows) {
+        const type = ERROR_STATUSES.has(row.status) ? 'trace_error' : 'trace_completed';
+        if ((type === 'trace_error' && wantError) || (type === 'trace_completed' && wantCompleted)) {
+          await emit(tx, orgId, type, row.agent_id, { traceId: row.trace_id, status: row.status, errorMessage: row.error_message, costUsd: row.cost_usd });
+        }
+      }
+    }
+  });
+}
+
+/**
+ * budget_warning when spend crosses warningThresholdPct, budget_exceeded at 100 %: each at most
+ * once per month, claimed by a conditional UPDATE so concurrent batches cannot both emit. With
+ * budgetAction pause_agent, reaching the budget pauses the agent (kill_switch_triggered).
+ */
+async function raiseBudgetEvents(tx: Tx, principal: Principal, agentIds: string[], month: string) {
+  const orgId = principal.organizationId;
+  const rows = await tx
+    .select()
+    .from(agents)
+    .where(and(eq(agents.organizationId, orgId), inArray(agents.id, agentIds), sql`${agents.monthlyBudgetUsd} is not null`));
+  for (const a of rows) {
+    const budget = a.monthlyBudgetUsd!;
+    const spend = a.currentMonthCostUsd;
+    const pct = budget > 0 ? (spend / budget) * 100 : spend > 0 ? Infinity : 0;
+    const data = { agentId: a.id, agentName: a.name, monthlyBudgetUsd: budget, currentMonthSpend: spend, percentUsed: Number.isFinite(pct) ? pct : 100, month };
+    if (pct >= a.warningThresholdPct) {
+      const [claimed] = await tx
+        .update(agents)
+        .set({ budgetWarnedMonth: month })
+        .where(and(eq(agents.id, a.id), sql`${agents.budgetWarnedMonth} is distinct from ${month}`))
+        .returning({ id: agents.id });
+      if (claimed) await emit(tx, orgId, 'budget_warning', a.id, { ...data, warningThresholdPct: a.warningThresholdPct });
+    }
+    if (pct >= 100) {
+      const [claimed] = await tx
+        .update(agents)
+        .set({ budgetExceededMonth: month })
+        .where(and(eq(agents.id, a.id), sql`${agents.budgetExceededMonth} is distinct from ${month}`))
+        .returning({ id: agents.id });
+      if (claimed) {
+        await emit(tx, orgId, 'budget_exceeded', a.id, { ...data, budgetAction: a.budgetAction });
+        if (a.budgetAction === 'pause_agent' && a.status === 'active') {
+          const ctx: AuditContext = {
+            principal: { organizationId: orgId, userId: 'system:budget', userName: 'Budget enforcement', userEmail: null },
+            ip: null,
+            userAgent: null,
+          };
+          await pauseInTx(tx, ctx, a, `Monthly budget of ${budget} USD reached`, 'system:budget', 'budget_exceeded');
+        }
+      }
+    }
+  }
+}

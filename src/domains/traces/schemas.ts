@@ -1,0 +1,117 @@
+import { z } from 'zod';
+import { environmentEnum, jsonObject, pagination, str } from '../../http/validation.js';
+
+export const TRACE_STATUSES = ['success', 'error', 'timeout', 'policy_blocked', 'limit_exceeded'] as const;
+export const SPAN_TYPES = ['root', 'agent', 'llm_call', 'tool_call', 'retrieval', 'middleware', 'custom'] as const;
+
+const INT32 = 2_147_483_647;
+const count = z.number().int().min(0).max(INT32);
+/** Timestamps more than this far ahead of the server clock are refused (clock skew allowance). */
+export const MAX_FUTURE_MS = 24 * 3_600_000;
+const traceTimestamp = z.iso
+  .datetime({ offset: true })
+  .refine((s) => Date.parse(s) <= Date.now() + MAX_FUTURE_MS, 'must not be more than 24 hours in the future')
+  .refine((s) => Date.parse(s) >= Date.UTC(2000, 0, 1), 'must not be before 2000-01-01');
+// Trace bodies are larger than settings objects: deeper and bigger, still bounded.
+const payload = () => jsonObject(64, 200_000);
+
+/** One item of POST /traces/ingest. Fields absent on an update keep their stored values. */
+export const ingestItemSchema = z
+  .object({
+    traceId: str(1, 255),
+    agentId: str(1, 255).optional().describe('External agent id (or use agentUuid, or an agent-scoped key)'),
+    agentUuid: z.uuid().optional(),
+    parentTraceId: str(1, 255).nullable().optional(),
+    timestamp: traceTimestamp.optional().describe('Defaults to the time of ingestion'),
+    durationMs: count.nullable().optional(),
+    status: z.enum(TRACE_STATUSES).optional().describe('Defaults to success on first ingestion'),
+    input: payload().nullable().optional(),
+    output: payload().nullable().optional(),
+    errorMessage: str(0, 10_000).nullable().optional(),
+    errorType: str(0, 255).nullable().optional(),
+    modelName: str(0, 255).nullable().optional(),
+    promptTokens: count.nullable().optional(),
+    completionTokens: count.nullable().optional(),
+    totalTokens: count.nullable().optional(),
+    costUsd: z.number().min(0).max(1e9).nullable().optional().describe('Estimated from modelName and tokens when absent'),
+    environment: environmentEnum.optional().describe("Defaults to the agent's environment"),
+    version: str(0, 100).nullable().optional(),
+    tags: z.array(str(1, 100)).max(50).nullable().optional(),
+    metadata: jsonObject().nullable().optional(),
+    userId: str(0, 255).nullable().optional(),
+    sessionId: str(0, 255).nullable().optional(),
+    spanType: z.enum(SPAN_TYPES).optional().describe('Defaults to custom'),
+    spanName: str(0, 255).nullable().optional(),
+  })
+  .meta({ id: 'IngestTraceItem' });
+
+export type IngestItem = z.infer<typeof ingestItemSchema>;
+
+/**
+ * The envelope is validated as a whole (422 when `traces` is missing, empty or over 100); each item
+ * is validated on its own so that one bad item fails alone (partial success).
+ */
+export const ingestInput = z
+  .object({
+    traces: z
+      .array(z.unknown())
+      .min(1)
+      .max(100)
+      .meta({ items: { $ref: '#/components/schemas/IngestTraceItem' } }),
+  })
+  .meta({ id: 'IngestTracesInput' });
+
+export const ingestResultSchema = z
+  .object({
+    accepted: z.number().int(),
+    failed: z.number().int(),
+    traceIds: z.array(z.string()),
+    errors: z.array(z.object({ index: z.number().int(), traceId: z.string().nullable(), error: z.string() })).optional(),
+  })
+  .meta({ id: 'IngestTracesResult' });
+
+export const traceSchema = z
+  .object({
+    id: z.uuid(),
+    traceId: z.string(),
+    agentId: z.uuid(),
+    parentTraceId: z.string().nullable(),
+    timestamp: z.string(),
+    durationMs: z.number().int().nullable(),
+    status: z.enum(TRACE_STATUSES),
+    input: z.record(z.string(), z.unknown()).nullable(),
+    output: z.record(z.string(), z.unknown()).nullable(),
+    errorMessage: z.string().nullable(),
+    errorType: z.string().nullable(),
+    modelName: z.string().nullable(),
+    promptTokens: z.number().int().nullable(),
+    completionTokens: z.number().int().nullable(),
+    totalTokens: z.number().int().nullable(),
+    costUsd: z.number().nullable(),
+    environment: environmentEnum,
+    version: z.string().nullable(),
+    tags: z.array(z.string()).nullable(),
+    metadata: z.record(z.string(), z.unknown()).nullable(),
+    userId: z.string().nullable(),
+    sessionId: z.string().nullable(),
+    spanType: z.enum(SPAN_TYPES),
+    spanName: z.string().nullable(),
+    flagged: z.boolean(),
+    flagReason: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'Trace' });
+
+const ts = z.iso.datetime({ offset: true });
+
+export const traceFilters = {
+  agentId: z.uuid().optional(),
+  status: z.enum(TRACE_STATUSES).optional(),
+  environment: environmentEnum.optional(),
+  sessionId: str(1, 255).optional(),
+  startTime: ts.optional(),
+  endTime: ts.optional(),
+};
+
+export const listTracesQuery = z.object({ ...pagination, ...traceFilters, search: str(1, 500).optional() });
+export type ListTracesQuery = z.infer<typeof listTracesQuery>;
