@@ -115,3 +115,52 @@ export const traceFilters = {
 
 export const listTracesQuery = z.object({ ...pagination, ...traceFilters, search: str(1, 500).optional() });
 export type ListTracesQuery = z.infer<typeof listTracesQuery>;
+
+export const statsQuery = z.object({ hours: z.coerce.number().int().min(1).max(8760).default(24) });
+
+/** A date (YYYY-MM-DD, the whole day) or a date-time. */
+const dateOrTime = z.union([z.iso.date(), z.iso.datetime({ offset: true })]);
+export const exportQuery = z.object({
+  format: z.enum(['json', 'csv']).default('json'),
+  startDate: dateOrTime.optional(),
+  endDate: dateOrTime.optional(),
+  agentId: z.uuid().optional(),
+  status: z.enum(TRACE_STATUSES).optional(),
+  environment: environmentEnum.optional(),
+});
+
+export const similarQuery = z.object({ limit: z.coerce.number().int().min(1).max(50).default(10) });
+export const flagInput = z
+  .object({ flagged: z.boolean().default(true), reason: str(0, 1000).optional() })
+  .meta({ id: 'FlagTraceInput' });
+
+export const traceWithRelatedSchema = traceSchema.extend({ relatedTraces: z.array(traceSchema) }).meta({ id: 'TraceWithRelated' });
+
+export const traceTreeNodeSchema: z.ZodType<unknown> = traceSchema
+  .extend({
+    get children() {
+      return z.array(traceTreeNodeSchema);
+    },
+  })
+  .meta({ id: 'TraceTreeNode' });
+
+export const similarTraceSchema = traceSchema.extend({ similarityScore: z.number() }).meta({ id: 'SimilarTrace' });
+
+const bucketSchema = z.object({ bucket: z.string(), total: z.number().int(), errors: z.number().int(), costUsd: z.number() });
+export const traceStatsSchema = z
+  .object({
+    hours: z.number().int(),
+    total: z.number().int(),
+    byStatus: z.record(z.string(), z.number().int()),
+    errorRate: z.number(),
+    avgDurationMs: z.number(),
+    p50DurationMs: z.number(),
+    p95DurationMs: z.number(),
+    p99DurationMs: z.number(),
+    totalCostUsd: z.number(),
+    totalTokens: z.number(),
+    byAgent: z.array(z.object({ agentId: z.uuid(), agentName: z.string(), total: z.number().int(), errors: z.number().int(), costUsd: z.number() })),
+    byModel: z.array(z.object({ modelName: z.string(), total: z.number().int(), costUsd: z.number(), totalTokens: z.number() })),
+    timeseries: z.array(bucketSchema),
+  })
+  .meta({ id: 'TraceStats' });
