@@ -394,3 +394,30 @@ describe('organization isolation', () => {
     expect(mine).toMatchObject({ name, description: 'secret', memberCount: 1 });
   });
 });
+
+describe('concurrent changes', () => {
+  const codes = (rs: { statusCode: number }[]) => rs.map((r) => r.statusCode).sort();
+
+  it('creates one team when several requests race for the same name; the others get 409', async () => {
+    const name = uniq('Race');
+    const rs = await Promise.all(Array.from({ length: 5 }, () => org.req({ method: 'POST', url: '/api/v1/teams', payload: { name } })));
+    expect(codes(rs)).toEqual([201, 409, 409, 409, 409]);
+    expect((await org.req({ method: 'GET', url: `/api/v1/teams?search=${encodeURIComponent(name)}` })).json().meta.total).toBe(1);
+  });
+
+  it('lets one of two racing renames to the same name win; the other gets 409', async () => {
+    const a = await createTeam(org, { name: uniq('Rename A') });
+    const b = await createTeam(org, { name: uniq('Rename B') });
+    const name = uniq('Taken');
+    const rs = await Promise.all([a, b].map((x) => org.req({ method: 'PATCH', url: `/api/v1/teams/${x.id}`, payload: { name } })));
+    expect(codes(rs)).toEqual([200, 409]);
+  });
+
+  it('adds a user once when the same membership is requested concurrently', async () => {
+    const team = await createTeam(org, { name: uniq('Race members') });
+    const u = await signIn(org);
+    const rs = await Promise.all(Array.from({ length: 4 }, () => org.req({ method: 'POST', url: `/api/v1/teams/${team.id}/members`, payload: { userId: u.id } })));
+    expect(codes(rs)).toEqual([201, 409, 409, 409]);
+    expect((await org.req({ method: 'GET', url: `/api/v1/teams/${team.id}` })).json().data.memberCount).toBe(1);
+  });
+});

@@ -1,6 +1,6 @@
 /** Teams of an organization and their members: list, create, update, soft delete, membership changes. */
 import { and, asc, count, eq, ilike, isNull, ne, or, sql, type SQL } from 'drizzle-orm';
-import type { Db, Executor } from '../../db/client.js';
+import type { Db, Executor, Tx } from '../../db/client.js';
 import { teamMembers, teams, users } from '../../db/schema/index.js';
 import { conflict, notFound } from '../../http/errors.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
@@ -134,8 +134,14 @@ export async function getTeam(db: Db, orgId: string, id: string) {
   return { ...teamView(team, members.length), members: members.map(memberView) };
 }
 
-/** Throws 409 when another live team of the organization already has this name. */
-async function assertNameFree(tx: Executor, orgId: string, name: string, exceptId?: string) {
+/**
+ * Claims a team name for this transaction: throws 409 when another live team of the organization
+ * has it. A transaction-scoped advisory lock per (organization, name) serializes concurrent
+ * creates and renames to one name, so the loser gets this 409 instead of a unique violation
+ * from teams_org_name_live_uq.
+ */
+async function claimName(tx: Tx, orgId: string, name: string, exceptId?: string) {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`team_name:${orgId}:${name}`}, 0))`);
   const conds: SQL[] = [eq(teams.organizationId, orgId), eq(teams.name, name), isNull(teams.deletedAt)];
   if (exceptId) conds.push(ne(teams.id, exceptId));
   const [hit] = await tx.select({ id: teams.id }).from(teams).where(and(...conds)).limit(1);
@@ -146,15 +152,11 @@ async function assertNameFree(tx: Executor, orgId: string, name: string, exceptI
 export async function createTeam(db: Db, ctx: AuditContext, input: CreateTeamInput) {
   const orgId = ctx.principal.organizationId;
   return db.transaction(async (tx) => {
-    await assertNameFree(tx, orgId, input.name);
-    // ON CONFLICT DO NOTHING (teams_org_name_live_uq) also closes the race between the check and
-    // the insert: a concurrent creator of the same name makes this insert return no row.
+    await claimName(tx, orgId, input.name);
     const [row] = await tx
       .insert(teams)
       .values({ organizationId: orgId, name: input.name, description: input.description ?? null })
-      .onConflictDoNothing()
       .returning();
-    if (!row) throw conflict(`A team named "${input.name}" already exists`);
     const view = teamView(row, 0);
     await writeAudit(tx, ctx, { action: 'team.create', resourceType: 'team', resourceId: row.id, after: view });
     return view;
@@ -166,7 +168,7 @@ export async function updateTeam(db: Db, ctx: AuditContext, id: string, input: U
   const orgId = ctx.principal.organizationId;
   return db.transaction(async (tx) => {
     const before = await loadTeam(tx, orgId, id, 'update');
-    if (input.name !== undefined && input.name !== before.name) await assertNameFree(tx, orgId, input.name, id);
+    if (input.name !== undefined && input.name !== before.name) await claimName(tx, orgId, input.name, id);
     const [row] = await tx
       .update(teams)
       .set({
