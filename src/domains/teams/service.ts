@@ -52,9 +52,12 @@ const memberColumns = {
 };
 
 /**
- * One page of live teams ordered by name, in one query: the inner query picks the page (walking
- * teams_org_live_idx) and carries the total as a window count; member counts are then computed for
- * the page's rows only. An offset past the end yields no row to carry the total, hence the fallback count.
+ * One page of live teams ordered by name, in one query: the total rides along as a window count,
+ * and the member counts are correlated counts that Postgres evaluates only for the rows it emits
+ * (offset + limit of them), not for every matching team. Live names are unique in an organization,
+ * so name alone is a stable order, read straight off teams_org_live_idx. (Measured on PostgreSQL:
+ * faster for first pages than a separate count query or a nested page query.) An offset past the
+ * end returns no row to carry the total, so only then a count query follows.
  */
 export async function listTeams(db: Db, orgId: string, q: { limit: number; offset: number; search?: string }) {
   const conds: SQL[] = [eq(teams.organizationId, orgId), isNull(teams.deletedAt)];
@@ -63,7 +66,7 @@ export async function listTeams(db: Db, orgId: string, q: { limit: number; offse
     conds.push(or(ilike(teams.name, pattern), ilike(teams.description, pattern))!);
   }
   const where = and(...conds);
-  const p = db
+  const rows = await db
     .select({
       id: teams.id,
       organizationId: teams.organizationId,
@@ -71,27 +74,14 @@ export async function listTeams(db: Db, orgId: string, q: { limit: number; offse
       description: teams.description,
       createdAt: teams.createdAt,
       updatedAt: teams.updatedAt,
-      total: sql<number>`(count(*) over ())::int`.as('total'),
+      memberCount: memberCountOf(TEAM_ID),
+      total: sql<number>`(count(*) over ())::int`,
     })
     .from(teams)
     .where(where)
-    .orderBy(asc(teams.name), asc(teams.id))
+    .orderBy(asc(teams.name))
     .limit(q.limit)
-    .offset(q.offset)
-    .as('p');
-  const rows = await db
-    .select({
-      id: p.id,
-      organizationId: p.organizationId,
-      name: p.name,
-      description: p.description,
-      createdAt: p.createdAt,
-      updatedAt: p.updatedAt,
-      total: p.total,
-      memberCount: memberCountOf(sql`${p.id}`),
-    })
-    .from(p)
-    .orderBy(asc(p.name), asc(p.id));
+    .offset(q.offset);
   let total = rows.length > 0 ? Number(rows[0].total) : 0;
   if (rows.length === 0 && q.offset > 0) {
     [{ total }] = await db.select({ total: count() }).from(teams).where(where);
