@@ -16,7 +16,7 @@ const ownerOf = (req: FastifyRequest): svc.Owner => {
   return { organizationId: p.organizationId, userId: p.userId };
 };
 
-// Default route auth: any principal reads (viewer), changes need developer (contract.md).
+/** Registers the /saved-filters routes; default route auth: viewer reads, developer changes (contract.md). */
 export async function savedFilterRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const { db } = app.deps;

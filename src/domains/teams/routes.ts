@@ -21,6 +21,7 @@ const tags = ['Teams'];
 // The specification marks team create, update, delete and member changes ADMIN (scope admin for keys).
 const admin = { scope: 'admin' as const };
 
+/** Registers the /teams routes. */
 export async function teamRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const { db } = app.deps;

@@ -31,7 +31,7 @@ export const memberView = (m: { id: string; email: string | null; name: string |
 });
 
 /** `LIKE` pattern that matches `text` literally anywhere (backslash is Postgres' default LIKE escape). */
-export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
+const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
 
 const liveTeam = (orgId: string, id: string) => and(eq(teams.organizationId, orgId), eq(teams.id, id), isNull(teams.deletedAt));
 
