@@ -1,3 +1,80 @@
+/** HTTP routes for /teams: anyone authenticated reads; changes need admin. */
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { dataSchema, errorResponses, errorSchema, messageSchema, one, page, pageSchema } from '../../http/envelope.js';
+import { auditContext, principalOf } from '../../http/context.js';
+import { idParams } from '../../http/validation.js';
+import {
+  addTeamMemberInput,
+  createTeamInput,
+  listMembersQuery,
+  listTeamsQuery,
+  memberParams,
+  teamMemberSchema,
+  teamSchema,
+  teamWithMembersSchema,
+  updateTeamInput,
+} from './schemas.js';
+import * as svc from './service.js';
 
-export async function teamRoutes(_app: FastifyInstance) {}
+const tags = ['Teams'];
+// The specification marks team create, update, delete and member changes ADMIN (scope admin for keys).
+const admin = { scope: 'admin' as const };
+
+/** Registers the /teams routes. */
+export async function teamRoutes(app: FastifyInstance) {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const { db } = app.deps;
+
+  r.get('/teams', {
+    schema: { tags, summary: 'List teams, ordered by name', querystring: listTeamsQuery, response: { 200: pageSchema(teamSchema), ...errorResponses } },
+  }, async (req) => {
+    const { rows, total } = await svc.listTeams(db, principalOf(req).organizationId, req.query);
+    return page(rows, total, req.query.limit, req.query.offset);
+  });
+
+  r.post('/teams', {
+    config: { auth: admin },
+    schema: { tags, summary: 'Create a team', body: createTeamInput, response: { 201: dataSchema(teamSchema), 409: errorSchema, ...errorResponses } },
+  }, async (req, reply) => reply.code(201).send(one(await svc.createTeam(db, auditContext(req), req.body))));
+
+  r.get('/teams/:id', {
+    schema: { tags, summary: 'Get a team with its members', params: idParams, response: { 200: dataSchema(teamWithMembersSchema), ...errorResponses } },
+  }, async (req) => one(await svc.getTeam(db, principalOf(req).organizationId, req.params.id)));
+
+  r.patch('/teams/:id', {
+    config: { auth: admin },
+    schema: { tags, summary: 'Update a team', params: idParams, body: updateTeamInput, response: { 200: dataSchema(teamSchema), 409: errorSchema, ...errorResponses } },
+  }, async (req) => one(await svc.updateTeam(db, auditContext(req), req.params.id, req.body)));
+
+  r.delete('/teams/:id', {
+    config: { auth: admin },
+    schema: { tags, summary: 'Delete a team (soft delete; its name becomes free)', params: idParams, response: { 200: messageSchema, ...errorResponses } },
+  }, async (req) => {
+    await svc.deleteTeam(db, auditContext(req), req.params.id);
+    return { message: 'Team deleted' };
+  });
+
+  r.get('/teams/:id/members', {
+    schema: { tags, summary: "List a team's members", params: idParams, querystring: listMembersQuery, response: { 200: pageSchema(teamMemberSchema), ...errorResponses } },
+  }, async (req) => {
+    const { rows, total } = await svc.listMembers(db, principalOf(req).organizationId, req.params.id, req.query);
+    return page(rows, total, req.query.limit, req.query.offset);
+  });
+
+  r.post('/teams/:id/members', {
+    config: { auth: admin },
+    schema: { tags, summary: 'Add a user of the organization to a team', params: idParams, body: addTeamMemberInput, response: { 201: messageSchema, 409: errorSchema, ...errorResponses } },
+  }, async (req, reply) => {
+    await svc.addMember(db, auditContext(req), req.params.id, req.body);
+    return reply.code(201).send({ message: 'Member added' });
+  });
+
+  r.delete('/teams/:id/members/:userId', {
+    config: { auth: admin },
+    schema: { tags, summary: 'Remove a user from a team', params: memberParams, response: { 200: messageSchema, ...errorResponses } },
+  }, async (req) => {
+    await svc.removeMember(db, auditContext(req), req.params.id, req.params.userId);
+    return { message: 'Member removed' };
+  });
+}
