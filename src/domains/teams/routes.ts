@@ -1,7 +1,7 @@
 /** HTTP routes for /teams: anyone authenticated reads; changes need admin. */
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { dataSchema, errorResponses, errorSchema, messageSchema, one, page, pageSchema } from '../../http/envelope.js';
+import { dataSchema, errorResponses, messageSchema, one, page, pageSchema } from '../../http/envelope.js';
 import { auditContext, principalOf } from '../../http/context.js';
 import { idParams } from '../../http/validation.js';
 import {
@@ -35,7 +35,7 @@ export async function teamRoutes(app: FastifyInstance) {
 
   r.post('/teams', {
     config: { auth: admin },
-    schema: { tags, summary: 'Create a team', body: createTeamInput, response: { 201: dataSchema(teamSchema), 409: errorSchema, ...errorResponses } },
+    schema: { tags, summary: 'Create a team', body: createTeamInput, response: { 201: dataSchema(teamSchema), ...errorResponses } },
   }, async (req, reply) => reply.code(201).send(one(await svc.createTeam(db, auditContext(req), req.body))));
 
   r.get('/teams/:id', {
@@ -44,7 +44,7 @@ export async function teamRoutes(app: FastifyInstance) {
 
   r.patch('/teams/:id', {
     config: { auth: admin },
-    schema: { tags, summary: 'Update a team', params: idParams, body: updateTeamInput, response: { 200: dataSchema(teamSchema), 409: errorSchema, ...errorResponses } },
+    schema: { tags, summary: 'Update a team', params: idParams, body: updateTeamInput, response: { 200: dataSchema(teamSchema), ...errorResponses } },
   }, async (req) => one(await svc.updateTeam(db, auditContext(req), req.params.id, req.body)));
 
   r.delete('/teams/:id', {
@@ -64,7 +64,7 @@ export async function teamRoutes(app: FastifyInstance) {
 
   r.post('/teams/:id/members', {
     config: { auth: admin },
-    schema: { tags, summary: 'Add a user of the organization to a team', params: idParams, body: addTeamMemberInput, response: { 201: messageSchema, 409: errorSchema, ...errorResponses } },
+    schema: { tags, summary: 'Add a user of the organization to a team', params: idParams, body: addTeamMemberInput, response: { 201: messageSchema, ...errorResponses } },
   }, async (req, reply) => {
     await svc.addMember(db, auditContext(req), req.params.id, req.body);
     return reply.code(201).send({ message: 'Member added' });
