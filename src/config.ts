@@ -56,6 +56,8 @@ const schema = z.object({
   SMTP_URL: optionalString,
   /** A JSON price table replacing the shipped one (same shape as src/domains/traces/prices.json). */
   PRICE_TABLE_PATH: optionalString,
+  /** GET /traces counts matches exactly up to this many (PostgreSQL's estimate); beyond, it answers the estimate. */
+  TRACE_COUNT_EXACT_LIMIT: int(10_000, 0),
   /** Largest accepted body of POST /traces/ingest (100 items with large inputs/outputs). */
   INGEST_BODY_LIMIT_BYTES: int(32 * 1024 * 1024, 1024),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -164,3 +164,22 @@ describe('stats and export', () => {
     expect((await org.req({ key: k.key, method: 'GET', url: '/api/v1/traces' })).statusCode).toBe(403);
   });
 });
+
+describe('totals over large results', () => {
+  it('are exact for small results and estimated, flagged, beyond TRACE_COUNT_EXACT_LIMIT', async () => {
+    const small = await createTestApp({ TRACE_COUNT_EXACT_LIMIT: '0' });
+    try {
+      const o = await createOrg(small);
+      const res = await o.req({ method: 'POST', url: '/api/v1/agents', payload: { agentId: 'b', name: 'B', type: 'chatbot', platform: 'custom', environment: 'production' } });
+      expect(res.statusCode).toBe(201);
+      await o.req({ method: 'POST', url: '/api/v1/traces/ingest', payload: { traces: Array.from({ length: 6 }, (_, i) => ({ traceId: `e-${i}`, agentId: 'b' })) } });
+      const notFull = (await o.req({ method: 'GET', url: '/api/v1/traces?limit=10' })).json().meta;
+      expect(notFull).toEqual({ total: 6, limit: 10, offset: 0 });
+      const full = (await o.req({ method: 'GET', url: '/api/v1/traces?limit=3' })).json().meta;
+      expect(full).toMatchObject({ limit: 3, offset: 0, totalEstimated: true });
+      expect(full.total).toBeGreaterThanOrEqual(3);
+    } finally {
+      await small.close();
+    }
+  });
+});

@@ -54,12 +54,13 @@ export const traces = pgTable(
   (t) => [
     // The ingest upsert key.
     uniqueIndex('traces_org_trace_id_uq').on(t.organizationId, t.traceId),
-    // GET /traces newest first, with startTime/endTime; stats over the last N hours; export.
-    index('traces_org_ts_idx').on(t.organizationId, t.timestamp.desc()),
-    // GET /traces?agentId=&status= (and agentId alone), agent stats and health by time.
-    index('traces_org_agent_status_ts_idx').on(t.organizationId, t.agentId, t.status, t.timestamp.desc()),
-    // GET /traces?status= across agents.
-    index('traces_org_status_ts_idx').on(t.organizationId, t.status, t.timestamp.desc()),
+    // GET /traces newest first (the sort order itself, so a LIMIT stops early, also under a search
+    // filter); startTime/endTime; stats over the last N hours; export keyset on (timestamp, id).
+    index('traces_org_ts_id_idx').on(t.organizationId, t.timestamp.desc(), t.id.desc()),
+    // GET /traces?agentId= (with or without status) newest first; agent stats (24h/7d/30d).
+    index('traces_org_agent_ts_id_idx').on(t.organizationId, t.agentId, t.timestamp.desc(), t.id.desc()),
+    // GET /traces?status= across agents, and agentId+status when the status is the rarer filter.
+    index('traces_org_status_ts_id_idx').on(t.organizationId, t.status, t.timestamp.desc(), t.id.desc()),
     // sessionId filter and relatedTraces by session.
     index('traces_org_session_idx').on(t.organizationId, t.sessionId).where(sql`${t.sessionId} is not null`),
     // /children, /tree and relatedTraces by parent.

@@ -73,14 +73,30 @@ function where(p: Pick<Principal, 'organizationId' | 'agentId'>, f: TraceFilter)
   return c;
 }
 
-/** A page of traces, newest first, with the total matching. */
-export async function listTraces(db: Db, p: Principal, q: ListTracesQuery) {
-  const w = and(...where(p, { ...q, startTime: q.startTime ? new Date(q.startTime) : undefined, endTime: q.endTime ? new Date(q.endTime) : undefined }));
-  const [rows, [{ total }]] = await Promise.all([
-    db.select(cols).from(traces).where(w).orderBy(desc(traces.timestamp), desc(traces.id)).limit(q.limit).offset(q.offset),
-    db.select({ total: count() }).from(traces).where(w),
-  ]);
-  return { rows: rows.map(traceView), total };
+/** PostgreSQL's estimate of how many rows a condition matches (EXPLAIN: planning only, no execution). */
+async function estimateRows(db: Db, w: SQL) {
+  const res = rowsOf<Record<string, unknown>>(await db.execute(sql`explain (format json) select 1 from ${traces} where ${w}`));
+  let plan = res[0]?.['QUERY PLAN'];
+  if (typeof plan === 'string') plan = JSON.parse(plan);
+  return Number((plan as Array<{ Plan: { 'Plan Rows': number } }>)[0].Plan['Plan Rows']);
+}
+
+/**
+ * A page of traces, newest first, with the total matching. Counting every match of a broad filter
+ * means visiting every matching row, which over millions of traces costs far more than the page: a
+ * page that is not full gives the exact total for free; otherwise the total is counted exactly when
+ * PostgreSQL estimates at most `exactLimit` matches, and beyond that the estimate is answered with
+ * `totalEstimated: true` (as search engines do).
+ */
+export async function listTraces(db: Db, p: Principal, q: ListTracesQuery, exactLimit: number) {
+  const w = and(...where(p, { ...q, startTime: q.startTime ? new Date(q.startTime) : undefined, endTime: q.endTime ? new Date(q.endTime) : undefined }))!;
+  const rows = await db.select(cols).from(traces).where(w).orderBy(desc(traces.timestamp), desc(traces.id)).limit(q.limit).offset(q.offset);
+  const seen = q.offset + rows.length;
+  if (rows.length < q.limit && (rows.length > 0 || q.offset === 0)) return { rows: rows.map(traceView), total: seen, estimated: false };
+  const estimate = await estimateRows(db, w);
+  if (estimate > exactLimit) return { rows: rows.map(traceView), total: Math.max(Math.round(estimate), seen), estimated: true };
+  const [{ total }] = await db.select({ total: count() }).from(traces).where(w);
+  return { rows: rows.map(traceView), total, estimated: false };
 }
 
 /** One trace of the organization by its uuid, or 404. */

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { dataSchema, errorResponses, one, page, pageSchema } from '../../http/envelope.js';
+import { dataSchema, errorResponses, one, page } from '../../http/envelope.js';
 import { auditContext, principalOf } from '../../http/context.js';
 import { sendExport } from '../../http/export.js';
 import { idParams } from '../../http/validation.js';
@@ -58,12 +58,21 @@ export async function traceRoutes(app: FastifyInstance) {
     schema: {
       tags,
       summary: 'List traces, newest first; `search` is full-text (words, "phrases", OR, -exclusions)',
+      description:
+        'meta.total is exact up to TRACE_COUNT_EXACT_LIMIT (10,000) matches; beyond that it is PostgreSQL\'s estimate and meta.totalEstimated is true.',
       querystring: listTracesQuery,
-      response: { 200: pageSchema(traceSchema), ...errorResponses },
+      response: {
+        200: z.object({
+          data: z.array(traceSchema),
+          meta: z.object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int(), totalEstimated: z.boolean().optional() }),
+        }),
+        ...errorResponses,
+      },
     },
   }, async (req) => {
-    const { rows, total } = await q.listTraces(db, principalOf(req), req.query);
-    return page(rows, total, req.query.limit, req.query.offset);
+    const { rows, total, estimated } = await q.listTraces(db, principalOf(req), req.query, config.TRACE_COUNT_EXACT_LIMIT);
+    const out = page(rows, total, req.query.limit, req.query.offset);
+    return estimated ? { ...out, meta: { ...out.meta, totalEstimated: true } } : out;
   });
 
   r.get('/traces/stats', {

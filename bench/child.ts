@@ -1,0 +1,39 @@
+/** Starting benchmark servers in child processes and talking to them. */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export interface Child {
+  proc: ChildProcess;
+  info: { port: number; key?: string; orgId?: string; db?: string };
+  /** Sends a command and waits for the child's answer. */
+  ask<T>(msg: object): Promise<T>;
+  stop(): Promise<void>;
+}
+
+const entry = fileURLToPath(new URL('./server.ts', import.meta.url));
+
+/** Forks bench/server.ts in the given mode and waits until it listens. */
+export async function startChild(mode: 'app' | 'bare', env: Record<string, string | undefined> = {}): Promise<Child> {
+  const proc = fork(entry, [], { execArgv: ['--import', 'tsx'], env: { ...process.env, ...env, BENCH_MODE: mode }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const next = <T>() =>
+    new Promise<T>((resolve, reject) => {
+      proc.once('message', (m) => resolve(m as T));
+      proc.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+    });
+  const info = await next<Child['info']>();
+  return {
+    proc,
+    info,
+    ask: async <T>(msg: object) => {
+      const answer = next<T>();
+      proc.send(msg);
+      return answer;
+    },
+    stop: async () => {
+      proc.kill('SIGKILL');
+    },
+  };
+}
+
+/** Percentile of a sorted-ascending array. */
+export const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];

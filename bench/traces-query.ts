@@ -1,0 +1,103 @@
+/**
+ * GET /traces latency over 1,000,000 traces on PostgreSQL: filtered by agent and status, and a
+ * full-text search. p50/p95 through HTTP next to the same SQL run directly through the same driver
+ * in the same run. Needs DATABASE_URL (a database it may fill). Usage: npm run bench:traces
+ */
+import pg from 'pg';
+import { startChild, pct } from './child.js';
+
+const N = Number(process.env.BENCH_TRACES ?? 1_000_000);
+const RUNS = 100;
+const url = process.env.DATABASE_URL;
+if (!url) {
+  console.log('bench:traces needs DATABASE_URL (PostgreSQL); skipped.');
+  process.exit(0);
+}
+
+const app = await startChild('app', {});
+const base = `http://127.0.0.1:${app.info.port}/api/v1`;
+const headers = { 'content-type': 'application/json', 'x-api-key': app.info.key! };
+const client = new pg.Client({ connectionString: url });
+await client.connect();
+try {
+  const agentIds: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const res = await fetch(`${base}/agents`, {
+      method: 'POST', headers,
+      body: JSON.stringify({ agentId: `q-bot-${i}`, name: `Bot ${i}`, type: 'chatbot', platform: 'custom', environment: 'production' }),
+    });
+    agentIds.push(((await res.json()) as { data: { id: string } }).data.id);
+  }
+  const orgId = app.info.orgId!;
+  const t0 = performance.now();
+  const CHUNK = 100_000;
+  for (let from = 0; from < N; from += CHUNK) {
+    await client.query(
+      `insert into traces (organization_id, trace_id, agent_id, timestamp, duration_ms, status, model_name, prompt_tokens,
+         completion_tokens, total_tokens, cost_usd, environment, span_type, span_name, session_id, error_message, input, output)
+       select $1, 'q-' || g, ($2::uuid[])[1 + (g % 11) % 10], now() - (g % 2592000) * interval '1 second', 50 + g % 950,
+         (array['success','success','success','success','success','success','success','error','timeout','success'])[1 + g % 10],
+         (array['gpt-4o-mini','gpt-4o','claude-3-5-haiku','gemini-2.0-flash'])[1 + g % 4], 200 + g % 800, 50 + g % 300, 250 + g % 1100, 0.001,
+         'production', 'llm_call', 'answer ' || (array['refund','order','invoice','shipping','password','reset','billing','account','delivery','complaint','upgrade','cancel'])[1 + g % 12],
+         's-' || (g / 10), case when g % 10 = 7 then 'upstream ' || (array['timeout','overloaded','quota'])[1 + g % 3] || ' from provider' end,
+         jsonb_build_object('question', 'customer asks about ' || (array['refund','order','invoice','shipping','password','reset','billing','account','delivery','complaint','upgrade','cancel'])[1 + (g * 7) % 12] || ' ticket ' || g),
+         jsonb_build_object('answer', 'resolved')
+       from generate_series($3::int, $4::int) g`,
+      [orgId, agentIds, from + 1, Math.min(from + CHUNK, N)],
+    );
+  }
+  await client.query('analyze traces');
+  console.log(`seeded ${N.toLocaleString('en')} traces in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+
+  const shapes: Array<{ name: string; qs: string; sql: [string, unknown[]][] }> = [
+    {
+      name: 'agentId + status',
+      qs: `agentId=${agentIds[3]}&status=error`,
+      sql: [
+        [`select * from traces where organization_id = $1 and agent_id = $2 and status = 'error' order by timestamp desc, id desc limit 50`, [orgId, agentIds[3]]],
+        [`select count(*) from traces where organization_id = $1 and agent_id = $2 and status = 'error'`, [orgId, agentIds[3]]],
+      ],
+    },
+    {
+      name: 'full-text "overloaded"',
+      qs: 'search=overloaded',
+      sql: [
+        [`select * from traces where organization_id = $1 and search_vector @@ websearch_to_tsquery('simple', 'overloaded') order by timestamp desc, id desc limit 50`, [orgId]],
+        [`select count(*) from traces where organization_id = $1 and search_vector @@ websearch_to_tsquery('simple', 'overloaded')`, [orgId]],
+      ],
+    },
+    {
+      name: 'full-text "ticket 4242"',
+      qs: `search=${encodeURIComponent('ticket 4242')}`,
+      sql: [
+        [`select * from traces where organization_id = $1 and search_vector @@ websearch_to_tsquery('simple', 'ticket 4242') order by timestamp desc, id desc limit 50`, [orgId]],
+        [`select count(*) from traces where organization_id = $1 and search_vector @@ websearch_to_tsquery('simple', 'ticket 4242')`, [orgId]],
+      ],
+    },
+  ];
+  console.log('shape                       matches   API p50 / p95 ms     SQL p50 / p95 ms   p95 ratio API/SQL');
+  for (const s of shapes) {
+    const api: number[] = [];
+    const raw: number[] = [];
+    let total = 0;
+    for (let i = 0; i < RUNS + 10; i++) {
+      const t = performance.now();
+      const res = await fetch(`${base}/traces?${s.qs}`, { headers });
+      const body = (await res.json()) as { meta: { total: number } };
+      if (i >= 10) api.push(performance.now() - t);
+      total = body.meta.total;
+      const r = performance.now();
+      for (const [text, params] of s.sql) await client.query(text, params);
+      if (i >= 10) raw.push(performance.now() - r);
+    }
+    api.sort((a, b) => a - b);
+    raw.sort((a, b) => a - b);
+    console.log(
+      `${s.name.padEnd(26)} ${String(total).padStart(8)}   ${pct(api, 50).toFixed(1).padStart(7)} / ${pct(api, 95).toFixed(1).padStart(6)}     ${pct(raw, 50).toFixed(1).padStart(6)} / ${pct(raw, 95).toFixed(1).padStart(6)}   ${(pct(api, 95) / pct(raw, 95)).toFixed(2)}`,
+    );
+  }
+  console.log('\ntarget: API p95 < 50 ms on PostgreSQL');
+} finally {
+  await client.end();
+  await app.stop();
+}
