@@ -183,3 +183,28 @@ describe('totals over large results', () => {
     }
   });
 });
+
+describe('full-text search over many matches', () => {
+  it('pages a common term newest first with an estimated total, and a rare one exactly', async () => {
+    const o = await createOrg(t);
+    await o.req({ method: 'POST', url: '/api/v1/agents', payload: { agentId: 'c', name: 'C', type: 'chatbot', platform: 'custom', environment: 'production' } });
+    const start = Date.UTC(2026, 0, 1);
+    for (let b = 0; b < 11; b++) {
+      const res = await o.req({
+        method: 'POST', url: '/api/v1/traces/ingest',
+        payload: { traces: Array.from({ length: 100 }, (_, i) => ({
+          traceId: `m-${b * 100 + i}`, agentId: 'c', spanName: `frequent word ${b * 100 + i === 77 ? 'needle' : ''}`,
+          timestamp: new Date(start + (b * 100 + i) * 1000).toISOString(),
+        })) },
+      });
+      expect(res.json().accepted).toBe(100);
+    }
+    const common = (await o.req({ method: 'GET', url: '/api/v1/traces?search=frequent&limit=3' })).json();
+    expect(common.data.map((x: { traceId: string }) => x.traceId)).toEqual(['m-1099', 'm-1098', 'm-1097']);
+    expect(common.meta).toMatchObject({ limit: 3, offset: 0, totalEstimated: true });
+    expect(common.meta.total).toBeGreaterThan(1000);
+    const rare = (await o.req({ method: 'GET', url: `/api/v1/traces?search=${encodeURIComponent('frequent needle')}` })).json();
+    expect(rare.data.map((x: { traceId: string }) => x.traceId)).toEqual(['m-77']);
+    expect(rare.meta).toEqual({ total: 1, limit: 50, offset: 0 });
+  });
+});

@@ -81,16 +81,16 @@ CREATE INDEX "agents_org_status_env_idx" ON "agents" USING btree ("organization_
 CREATE INDEX "agents_tags_gin" ON "agents" USING gin ("tags");--> statement-breakpoint
 -- serves: ingest upsert key (organization, traceId) and the FOR UPDATE read of existing rows
 CREATE UNIQUE INDEX "traces_org_trace_id_uq" ON "traces" USING btree ("organization_id","trace_id");--> statement-breakpoint
--- serves: GET /traces newest first (its sort order: LIMIT stops early, also under ?search=); startTime/endTime; /traces/stats; export keyset (timestamp, id); similar (recent window)
-CREATE INDEX "traces_org_ts_id_idx" ON "traces" USING btree ("organization_id","timestamp" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
--- serves: GET /traces?agentId= (with or without status) newest first; agent stats (24h/7d/30d)
-CREATE INDEX "traces_org_agent_ts_id_idx" ON "traces" USING btree ("organization_id","agent_id","timestamp" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
--- serves: GET /traces?status= across agents; agentId+status when the status is the rarer filter
-CREATE INDEX "traces_org_status_ts_id_idx" ON "traces" USING btree ("organization_id","status","timestamp" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
+-- serves: GET /traces newest first (its sort order: LIMIT stops early, also under a common ?search= term); startTime/endTime; /traces/stats; export keyset (timestamp, id); similar (recent window)
+CREATE INDEX "traces_org_ts_id_idx" ON "traces" USING btree ("organization_id","timestamp" DESC NULLS FIRST,"id" DESC NULLS FIRST);--> statement-breakpoint
+-- serves: GET /traces?agentId= (with or without status) newest first; index-only count of agentId+status; agent stats (24h/7d/30d)
+CREATE INDEX "traces_org_agent_ts_id_idx" ON "traces" USING btree ("organization_id","agent_id","timestamp" DESC NULLS FIRST,"id" DESC NULLS FIRST,"status");--> statement-breakpoint
+-- serves: GET /traces?status= across agents (and its index-only count); agentId+status when the status is the rarer filter
+CREATE INDEX "traces_org_status_ts_id_idx" ON "traces" USING btree ("organization_id","status","timestamp" DESC NULLS FIRST,"id" DESC NULLS FIRST);--> statement-breakpoint
 -- serves: GET /traces?sessionId=; relatedTraces by session
 CREATE INDEX "traces_org_session_idx" ON "traces" USING btree ("organization_id","session_id") WHERE "traces"."session_id" is not null;--> statement-breakpoint
 -- serves: GET /traces/{id}/children and /tree (recursive by parent_trace_id); relatedTraces by parent
 CREATE INDEX "traces_org_parent_idx" ON "traces" USING btree ("organization_id","parent_trace_id") WHERE "traces"."parent_trace_id" is not null;--> statement-breakpoint
--- serves: GET /traces?search= (search_vector @@ websearch_to_tsquery): counts and rare terms
+-- serves: GET /traces?search= (search_vector @@ websearch_to_tsquery): the capped match count, and the page of a rare term
 CREATE INDEX "traces_search_gin" ON "traces" USING gin ("search_vector");--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_agent_id_agents_id_fk" FOREIGN KEY ("agent_id") REFERENCES "public"."agents"("id") ON DELETE cascade ON UPDATE no action;

@@ -54,13 +54,16 @@ export const traces = pgTable(
   (t) => [
     // The ingest upsert key.
     uniqueIndex('traces_org_trace_id_uq').on(t.organizationId, t.traceId),
+    // DESC NULLS FIRST is what `ORDER BY x DESC` means: any other null order and the planner cannot
+    // read the sort from the index (drizzle's .desc() alone says NULLS LAST).
     // GET /traces newest first (the sort order itself, so a LIMIT stops early, also under a search
     // filter); startTime/endTime; stats over the last N hours; export keyset on (timestamp, id).
-    index('traces_org_ts_id_idx').on(t.organizationId, t.timestamp.desc(), t.id.desc()),
-    // GET /traces?agentId= (with or without status) newest first; agent stats (24h/7d/30d).
-    index('traces_org_agent_ts_id_idx').on(t.organizationId, t.agentId, t.timestamp.desc(), t.id.desc()),
+    index('traces_org_ts_id_idx').on(t.organizationId, t.timestamp.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    // GET /traces?agentId= (with or without status) newest first; agent stats (24h/7d/30d). The
+    // trailing status lets counting agentId+status matches be an index-only scan.
+    index('traces_org_agent_ts_id_idx').on(t.organizationId, t.agentId, t.timestamp.desc().nullsFirst(), t.id.desc().nullsFirst(), t.status),
     // GET /traces?status= across agents, and agentId+status when the status is the rarer filter.
-    index('traces_org_status_ts_id_idx').on(t.organizationId, t.status, t.timestamp.desc(), t.id.desc()),
+    index('traces_org_status_ts_id_idx').on(t.organizationId, t.status, t.timestamp.desc().nullsFirst(), t.id.desc().nullsFirst()),
     // sessionId filter and relatedTraces by session.
     index('traces_org_session_idx').on(t.organizationId, t.sessionId).where(sql`${t.sessionId} is not null`),
     // /children, /tree and relatedTraces by parent.

@@ -81,16 +81,44 @@ async function estimateRows(db: Db, w: SQL) {
   return Number((plan as Array<{ Plan: { 'Plan Rows': number } }>)[0].Plan['Plan Rows']);
 }
 
+/** Up to this many full-text matches are counted exactly (and paged through the GIN index). */
+export const SEARCH_EXACT_LIMIT = 1000;
+
 /**
  * A page of traces, newest first, with the total matching. Counting every match of a broad filter
- * means visiting every matching row, which over millions of traces costs far more than the page: a
- * page that is not full gives the exact total for free; otherwise the total is counted exactly when
- * PostgreSQL estimates at most `exactLimit` matches, and beyond that the estimate is answered with
- * `totalEstimated: true` (as search engines do).
+ * means visiting every matching row, which over millions of traces costs far more than the page:
+ * - a page that is not full gives the exact total for free;
+ * - otherwise the total is counted exactly when PostgreSQL estimates at most `exactLimit` matches,
+ *   and beyond that the estimate is answered with `totalEstimated: true` (as search engines do);
+ * - a full-text search first counts its matches through the GIN index, up to SEARCH_EXACT_LIMIT:
+ *   a rare term is then paged from those matches (exact total), a common one by walking the
+ *   time index, where the first page is found quickly (estimated total). The planner, left alone,
+ *   misjudges rare multi-word searches and walks the whole table.
  */
 export async function listTraces(db: Db, p: Principal, q: ListTracesQuery, exactLimit: number) {
   const w = and(...where(p, { ...q, startTime: q.startTime ? new Date(q.startTime) : undefined, endTime: q.endTime ? new Date(q.endTime) : undefined }))!;
-  const rows = await db.select(cols).from(traces).where(w).orderBy(desc(traces.timestamp), desc(traces.id)).limit(q.limit).offset(q.offset);
+  const pageOf = (ex: Executor) =>
+    ex.select(cols).from(traces).where(w).orderBy(desc(traces.timestamp), desc(traces.id)).limit(q.limit).offset(q.offset);
+
+  if (q.search) {
+    const rare = await db.transaction(async (tx) => {
+      // Bitmap scans only: the cost follows the number of matches, whatever the planner guesses.
+      await tx.execute(sql`set local enable_seqscan = off`);
+      await tx.execute(sql`set local enable_indexscan = off`);
+      const [{ n }] = rowsOf<{ n: number }>(
+        await tx.execute(sql`select count(*)::int as n from (select 1 from ${traces} where ${w} limit ${SEARCH_EXACT_LIMIT + 1}) s`),
+      );
+      return n <= SEARCH_EXACT_LIMIT ? { n, rows: await pageOf(tx) } : null;
+    });
+    if (rare) return { rows: rare.rows.map(traceView), total: rare.n, estimated: false };
+    const rows = await pageOf(db);
+    const seen = q.offset + rows.length;
+    if (rows.length < q.limit && (rows.length > 0 || q.offset === 0)) return { rows: rows.map(traceView), total: seen, estimated: false };
+    const estimate = await estimateRows(db, w);
+    return { rows: rows.map(traceView), total: Math.max(Math.round(estimate), seen, SEARCH_EXACT_LIMIT + 1), estimated: true };
+  }
+
+  const rows = await pageOf(db);
   const seen = q.offset + rows.length;
   if (rows.length < q.limit && (rows.length > 0 || q.offset === 0)) return { rows: rows.map(traceView), total: seen, estimated: false };
   const estimate = await estimateRows(db, w);
