@@ -71,7 +71,6 @@ CREATE TABLE "traces" (
 );
 --> statement-breakpoint
 ALTER TABLE "agents" ADD CONSTRAINT "agents_organization_id_organizations_id_fk" FOREIGN KEY ("organization_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-ALTER TABLE "traces" ADD CONSTRAINT "traces_organization_id_organizations_id_fk" FOREIGN KEY ("organization_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "traces" ADD CONSTRAINT "traces_agent_id_agents_id_fk" FOREIGN KEY ("agent_id") REFERENCES "public"."agents"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 -- serves: POST /agents 409 on a duplicate agentId; ingest resolves items by external agentId
 CREATE UNIQUE INDEX "agents_org_agent_id_uq" ON "agents" USING btree ("organization_id","agent_id");--> statement-breakpoint
