@@ -14,7 +14,7 @@ const entry = fileURLToPath(new URL('./server.ts', import.meta.url));
 
 /** Forks bench/server.ts in the given mode and waits until it listens. */
 export async function startChild(mode: 'app' | 'bare', env: Record<string, string | undefined> = {}): Promise<Child> {
-  const proc = fork(entry, [], { execArgv: ['--import', 'tsx'], env: { ...process.env, ...env, BENCH_MODE: mode }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const proc = fork(entry, [], { execArgv: ['--import', 'tsx', ...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : [])], env: { ...process.env, ...env, BENCH_MODE: mode }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = <T>() =>
     new Promise<T>((resolve, reject) => {
       proc.once('message', (m) => resolve(m as T));
@@ -30,7 +30,8 @@ export async function startChild(mode: 'app' | 'bare', env: Record<string, strin
       return answer;
     },
     stop: async () => {
-      proc.kill('SIGKILL');
+      proc.kill(process.env.BENCH_PROF ? 'SIGINT' : 'SIGKILL');
+      if (process.env.BENCH_PROF) await new Promise((r) => proc.once('exit', r));
     },
   };
 }

@@ -58,4 +58,5 @@ async function real() {
   send({ port: (app.server.address() as { port: number }).port, key, orgId: organization.id, db: database.kind });
 }
 
+process.on('SIGINT', () => process.exit(0));
 await (process.env.BENCH_MODE === 'bare' ? bare() : real());

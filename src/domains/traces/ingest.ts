@@ -9,6 +9,7 @@ import type { Db, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import { agents } from '../../db/schema/index.js';
 import type { Principal } from '../../http/principal.js';
+import { pgCodeOf } from '../../http/errors.js';
 import type { AuditContext } from '../audit/service.js';
 import { monthOf, pauseInTx } from '../agents/service.js';
 import { emit } from '../events/outbox.js';
@@ -210,72 +211,151 @@ function merge(prev: TraceRow | undefined, item: IngestItem, agent: AgentRow, pr
 
 const ERROR_STATUSES = new Set(['error', 'timeout']);
 
-async function writeBatch(deps: IngestDeps, principal: Principal, ready: { item: IngestItem; agent: AgentRow }[]) {
+type Ready = { item: IngestItem; agent: AgentRow };
+
+/** Merges the items of a batch onto their stored rows (or none), in order: the later item wins field by field. */
+function mergeBatch(ready: Ready[], stored: Map<string, TraceRow>, pricing: Pricing) {
+  const merged = new Map<string, TraceRow>();
+  for (const { item, agent } of ready) merged.set(item.traceId, merge(merged.get(item.traceId) ?? stored.get(item.traceId), item, agent, pricing));
+  return [...merged.values()].sort((a, b) => (a.trace_id < b.trace_id ? -1 : 1));
+}
+
+const SELECT_ROWS = sql.raw(NAMES.map((n) => `r.${n}`).join(', '));
+const INSERT_COLS = sql.raw(NAMES.join(', '));
+const RECORDSET = (rows: TraceRow[]) => sql`jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(${sql.raw(COLUMNS)})`;
+
+/** What the agent UPDATE answers: enough to see whether a budget threshold was crossed. */
+interface AgentSpend {
+  id: string;
+  current_month_cost_usd: number;
+  monthly_budget_usd: number | null;
+  warning_threshold_pct: number;
+  budget_warned_month: string | null;
+  budget_exceeded_month: string | null;
+}
+
+/**
+ * `UPDATE agents` adding spend deltas and health observations, from a relation `d(id, delta, decay,
+ * err_rate, n)`; answers the spend columns. Agents are matched within the organization only.
+ */
+function agentUpdate(orgId: string, month: string, from: SQL) {
+  const ewma = sql.raw(`(a.error_rate_ewma * d.decay + d.err_rate * (1 - d.decay))`);
+  return sql`update agents a set
+      current_month_cost_usd = greatest(0, (case when a.spend_month = ${month} then a.current_month_cost_usd else 0 end) + d.delta),
+      spend_month = ${month},
+      trace_count = a.trace_count + d.n,
+      error_rate_ewma = ${ewma},
+      health_status = case when d.n = 0 then a.health_status when ${ewma} >= ${FAILING_AT} then 'failing' when ${ewma} >= ${DEGRADED_AT} then 'degraded' else 'healthy' end,
+      last_seen_at = case when d.n > 0 then now() else a.last_seen_at end
+    from ${from}
+    where a.id = d.id and a.organization_id = ${orgId}
+    returning a.id, a.current_month_cost_usd, a.monthly_budget_usd, a.warning_threshold_pct, a.budget_warned_month, a.budget_exceeded_month`;
+}
+
+/** True when an agent's new spend crosses a threshold whose event was not sent this month. */
+function crossesBudget(a: AgentSpend, month: string) {
+  if (a.monthly_budget_usd === null) return false;
+  const pct = a.monthly_budget_usd > 0 ? (a.current_month_cost_usd / a.monthly_budget_usd) * 100 : a.current_month_cost_usd > 0 ? Infinity : 0;
+  return (pct >= a.warning_threshold_pct && a.budget_warned_month !== month) || (pct >= 100 && a.budget_exceeded_month !== month);
+}
+
+// Concurrent batches touching the same agents may deadlock or conflict; the batch is retried whole.
+const RETRYABLE = new Set(['40P01', '40001']);
+
+async function writeBatch(deps: IngestDeps, principal: Principal, ready: Ready[]) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await writeBatchOnce(deps, principal, ready);
+    } catch (err) {
+      if (attempt >= 3 || !RETRYABLE.has(pgCodeOf(err) ?? '')) throw err;
+    }
+  }
+}
+
+/**
+ * Most traces are new: one statement inserts them (ON CONFLICT DO NOTHING) and, in the same CTE,
+ * adds their cost and health observations to the agents. Only traceIds that already existed take
+ * the slower path: lock them (in traceId order), merge, upsert, and add the cost difference.
+ */
+async function writeBatchOnce(deps: IngestDeps, principal: Principal, ready: Ready[]) {
   const orgId = principal.organizationId;
-  const traceIds = [...new Set(ready.map((r) => r.item.traceId))].sort();
+  const month = monthOf();
   const wantCompleted = await deps.subscriptions.wants(orgId, 'trace_completed');
   const wantError = await deps.subscriptions.wants(orgId, 'trace_error');
 
+  // Health observations: every item counts (a start and its completion are two observations).
+  const observed = new Map<string, { n: number; errors: number }>();
+  for (const { item, agent } of ready) {
+    const o = observed.get(agent.id) ?? { n: 0, errors: 0 };
+    o.n += 1;
+    if (item.status && ERROR_STATUSES.has(item.status)) o.errors += 1;
+    observed.set(agent.id, o);
+  }
+  const decay = (n: number) => Math.pow(1 - EWMA_ALPHA, n);
+  // Agents in id order, so concurrent batches take their row locks in one order.
+  const observations = [...observed.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([id, o]) => sql`(${id}::uuid, ${decay(o.n)}::float8, ${o.errors / o.n}::float8, ${o.n}::int)`);
+
+  const fresh = mergeBatch(ready, new Map(), deps.pricing);
   await deps.db.transaction(async (tx) => {
-    // Lock the rows this batch updates (sorted, so concurrent batches lock in one order: no deadlock).
-    const existing = rowsOf<TraceRow>(
-      await tx.execute(sql`select ${sql.raw(NAMES.join(', '))} from traces
-        where organization_id = ${orgId} and trace_id in ${traceIds} order by trace_id for update`),
+    const [out] = rowsOf<{ inserted: string[]; agents: AgentSpend[] }>(
+      await tx.execute(sql`
+        with ins as (
+          insert into traces (organization_id, ${INSERT_COLS}, updated_at)
+          select ${orgId}::uuid, ${SELECT_ROWS}, now() from ${RECORDSET(fresh)}
+          on conflict (organization_id, trace_id) do nothing
+          returning trace_id, agent_id, cost_usd
+        ),
+        d as (
+          select v.id, coalesce(sum(ins.cost_usd), 0)::float8 as delta, v.decay, v.err_rate, v.n
+          from (values ${sql.join(observations, sql`, `)}) as v(id, decay, err_rate, n)
+          left join ins on ins.agent_id = v.id
+          group by v.id, v.decay, v.err_rate, v.n
+        ),
+        upd as (${agentUpdate(orgId, month, sql`d`)})
+        select coalesce((select json_agg(trace_id) from ins), '[]'::json) as inserted,
+               coalesce((select json_agg(upd) from upd), '[]'::json) as agents`),
     );
-    const stored = new Map(existing.map((r) => [r.trace_id, { ...r, timestamp: new Date(r.timestamp).toISOString() }]));
+    const inserted = new Set(typeof out.inserted === 'string' ? (JSON.parse(out.inserted) as string[]) : out.inserted);
+    let spends: AgentSpend[] = typeof out.agents === 'string' ? JSON.parse(out.agents) : out.agents;
+    let written = fresh.filter((r) => inserted.has(r.trace_id));
 
-    // Within a batch, a later item with the same traceId merges onto the earlier one (later wins).
-    const merged = new Map<string, TraceRow>();
-    const perAgent = new Map<string, { delta: number; n: number; errors: number }>();
-    const tally = (agentId: string) => {
-      let a = perAgent.get(agentId);
-      if (!a) perAgent.set(agentId, (a = { delta: 0, n: 0, errors: 0 }));
-      return a;
-    };
-    for (const { item, agent } of ready) {
-      const row = merge(merged.get(item.traceId) ?? stored.get(item.traceId), item, agent, deps.pricing);
-      merged.set(item.traceId, row);
-      const a = tally(agent.id);
-      a.n += 1;
-      if (ERROR_STATUSES.has(row.status)) a.errors += 1;
+    const existingIds = fresh.filter((r) => !inserted.has(r.trace_id)).map((r) => r.trace_id);
+    if (existingIds.length > 0) {
+      // Lock the stored rows (traceId order: no deadlock between batches), merge, upsert.
+      const stored = new Map(
+        rowsOf<TraceRow>(
+          await tx.execute(sql`select ${INSERT_COLS} from traces
+            where organization_id = ${orgId} and trace_id in ${existingIds} order by trace_id for update`),
+        ).map((r) => [r.trace_id, { ...r, timestamp: new Date(r.timestamp).toISOString() }]),
+      );
+      const again = new Set(existingIds);
+      const updates = mergeBatch(ready.filter((r) => again.has(r.item.traceId)), stored, deps.pricing);
+      await tx.execute(sql`insert into traces (organization_id, ${INSERT_COLS}, updated_at)
+        select ${orgId}::uuid, ${SELECT_ROWS}, now() from ${RECORDSET(updates)}
+        on conflict (organization_id, trace_id) do update set ${sql.raw(UPDATE_SET)}, updated_at = now()`);
+      // Spend moves by the difference between the stored cost and the final cost (a trace re-sent
+      // for another agent debits the old one). Health was observed above already (n = 0 here).
+      const delta = new Map<string, number>();
+      for (const row of updates) {
+        delta.set(row.agent_id, (delta.get(row.agent_id) ?? 0) + (row.cost_usd ?? 0));
+        const old = stored.get(row.trace_id);
+        if (old?.cost_usd) delta.set(old.agent_id, (delta.get(old.agent_id) ?? 0) - old.cost_usd);
+      }
+      const values = [...delta.entries()]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([id, dl]) => sql`(${id}::uuid, ${dl}::float8, 1::float8, 0::float8, 0::int)`);
+      const more = rowsOf<AgentSpend>(await tx.execute(agentUpdate(orgId, month, sql`(values ${sql.join(values, sql`, `)}) as d(id, delta, decay, err_rate, n)`)));
+      spends = [...spends.filter((s) => !delta.has(s.id)), ...more];
+      written = [...written, ...updates];
     }
-    // Spend moves by the difference between each trace's stored cost and its final cost
-    // (a trace re-sent for another agent debits the old one).
-    for (const row of merged.values()) {
-      tally(row.agent_id).delta += row.cost_usd ?? 0;
-      const old = stored.get(row.trace_id);
-      if (old?.cost_usd) tally(old.agent_id).delta -= old.cost_usd;
-    }
 
-    const rows = [...merged.values()].sort((a, b) => (a.trace_id < b.trace_id ? -1 : 1));
-    await tx.execute(sql`insert into traces (organization_id, ${sql.raw(NAMES.join(', '))}, updated_at)
-      select ${orgId}::uuid, ${sql.raw(NAMES.map((n) => `r.${n}`).join(', '))}, now()
-      from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(${sql.raw(COLUMNS)})
-      on conflict (organization_id, trace_id) do update set ${sql.raw(UPDATE_SET)}, updated_at = now()`);
-
-    const month = monthOf();
-    const decay = (n: number) => Math.pow(1 - EWMA_ALPHA, n);
-    // Agents in id order, so concurrent batches take their row locks in one order.
-    const values = [...perAgent.entries()]
-      .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([id, a]) => sql`(${id}::uuid, ${a.delta}::float8, ${decay(a.n)}::float8, ${a.n ? a.errors / a.n : 0}::float8, ${a.n}::int)`);
-    const ewma = sql.raw(`(a.error_rate_ewma * d.decay + d.err_rate * (1 - d.decay))`);
-    const updated = rowsOf<{ id: string }>(
-      await tx.execute(sql`update agents a set
-        current_month_cost_usd = greatest(0, (case when a.spend_month = ${month} then a.current_month_cost_usd else 0 end) + d.delta),
-        spend_month = ${month},
-        trace_count = a.trace_count + d.n,
-        error_rate_ewma = ${ewma},
-        health_status = case when ${ewma} >= ${FAILING_AT} then 'failing' when ${ewma} >= ${DEGRADED_AT} then 'degraded' else 'healthy' end,
-        last_seen_at = case when d.n > 0 then now() else a.last_seen_at end
-      from (values ${sql.join(values, sql`, `)}) as d(id, delta, decay, err_rate, n)
-      where a.id = d.id and a.organization_id = ${orgId}
-      returning a.id`),
-    );
-    if (updated.length) await raiseBudgetEvents(tx, principal, updated.map((u) => u.id), month);
+    const crossing = spends.filter((a) => crossesBudget(a, month)).map((a) => a.id);
+    if (crossing.length) await raiseBudgetEvents(tx, principal, crossing, month);
 
     if (wantCompleted || wantError) {
-      for (const row of rows) {
+      for (const row of written) {
         const type = ERROR_STATUSES.has(row.status) ? 'trace_error' : 'trace_completed';
         if ((type === 'trace_error' && wantError) || (type === 'trace_completed' && wantCompleted)) {
           await emit(tx, orgId, type, row.agent_id, { traceId: row.trace_id, status: row.status, errorMessage: row.error_message, costUsd: row.cost_usd });
