@@ -1,5 +1,5 @@
 /** Test harness: a real app on a real database (in-memory PGlite, or DATABASE_URL), real Redis when REDIS_URL is set. */
-import type { FastifyInstance, InjectOptions } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { SignJWT } from 'jose';
 import { buildApp } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
@@ -49,7 +49,7 @@ export interface TestOrg {
   orgId: string;
   key: string;
   /** inject() with this org's admin key. */
-  req(opts: InjectOptions & { key?: string }): ReturnType<FastifyInstance['inject']>;
+  req(opts: InjectOptions & { key?: string }): Promise<LightMyRequestResponse>;
 }
 
 /** Creates an organization with an admin key, as `agov init` does. */
