@@ -2,7 +2,7 @@
  * Typed errors thrown by services, and the one error handler that maps everything to the
  * `{ error: { code, message, fields? } }` body. No stack or SQL ever reaches a client.
  */
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 
 export class AppError extends Error {
@@ -48,6 +48,21 @@ function fieldsFrom(issues: ValidationIssue[]): Record<string, string> {
 // a safety net, so a gap in validation is still a 4xx and never a 500.
 const PG_CONFLICT = new Set(['23505']);
 const PG_BAD_VALUE_CLASS = '22';
+
+/**
+ * Fastify's `frameworkErrors` option: errors raised by the router before any route or hook runs.
+ * A path that does not percent-decode (FST_ERR_BAD_URL) or has a segment longer than
+ * `maxParamLength` (FST_ERR_MAX_PARAM_LENGTH) cannot name an existing resource: 404 NOT_FOUND, in the
+ * one error body, instead of Fastify's own `{ error, code, message, statusCode }` with 400/414.
+ */
+export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.header('X-Request-Id', request.id);
+  if (err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return reply.code(404).send({ error: { code: 'NOT_FOUND', message: 'Resource not found' } });
+  }
+  request.log.error({ err }, 'router error');
+  return reply.code(500).send({ error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } });
+}
 
 /** Registers the error and not-found handlers on an app. */
 export function registerErrorHandling(app: FastifyInstance) {
