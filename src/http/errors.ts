@@ -48,6 +48,21 @@ function fieldsFrom(issues: ValidationIssue[]): Record<string, string> {
 // a safety net, so a gap in validation is still a 4xx and never a 500.
 const PG_CONFLICT = new Set(['23505']);
 const PG_BAD_VALUE_CLASS = '22';
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/**
+ * The SQLSTATE of a database error, or undefined. Drizzle wraps driver errors (pg's DatabaseError,
+ * PGlite's) in DrizzleQueryError with the original as `cause`, so the chain is followed.
+ */
+export function sqlStateOf(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && SQLSTATE.test(code)) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
 
 /**
  * Fastify's `frameworkErrors` option: errors raised by the router before any route or hook runs.
@@ -102,10 +117,11 @@ export function registerErrorHandling(app: FastifyInstance) {
           .code(415)
           .send({ error: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Send JSON with Content-Type: application/json' } });
     }
-    if (err.code && PG_CONFLICT.has(err.code)) {
+    const state = sqlStateOf(err);
+    if (state && PG_CONFLICT.has(state)) {
       return reply.code(409).send({ error: { code: 'CONFLICT', message: 'Conflicts with an existing resource' } });
     }
-    if (err.code && err.code.length === 5 && err.code.startsWith(PG_BAD_VALUE_CLASS)) {
+    if (state && state.startsWith(PG_BAD_VALUE_CLASS)) {
       request.log.warn({ err }, 'database rejected a value that validation let through');
       return reply.code(422).send({ error: { code: 'VALIDATION_ERROR', message: 'A value is out of range', fields: {} } });
     }
