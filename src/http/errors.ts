@@ -86,6 +86,10 @@ export function registerErrorHandling(app: FastifyInstance) {
   });
 
   app.setErrorHandler((err: FastifyError & { code?: string; validationContext?: string }, request, reply) => {
+    // The handler may have set another type (an export's text/csv) before failing: the error body is
+    // JSON whatever it was, or Fastify refuses to serialize it and sends its own 500 body instead.
+    reply.type('application/json; charset=utf-8');
+    reply.removeHeader('content-disposition');
     if (err instanceof AppError) {
       if (err.headers) reply.headers(err.headers);
       return reply
