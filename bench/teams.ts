@@ -26,6 +26,9 @@ const TARGET = 0.5;
 const RESOURCE = PATH.split('?')[0].split('/').filter(Boolean).pop() ?? 'route';
 const SERVER_ENTRY = fileURLToPath(new URL('./server.ts', import.meta.url));
 
+/** A failure worth a one-line message rather than a stack trace. */
+class BenchError extends Error {}
+
 interface Server {
   port: number;
   info: Record<string, unknown>;
@@ -129,13 +132,16 @@ async function prepare(base: string, key: string): Promise<{ seeded: number; bod
   if (make && SEED > 0) {
     for (let i = 0; i < SEED; i++) {
       const res = await fetch(`${base}${PATH}`, { method: 'POST', headers, body: JSON.stringify(make(i)) });
-      if (res.status >= 300) throw new Error(`seeding POST ${PATH} answered ${res.status}: ${await res.text()}`);
+      if (res.status >= 300) throw new BenchError(`seeding POST ${PATH} answered ${res.status}: ${await res.text()} (set BENCH_SEED_BODY)`);
       seeded += 1;
     }
   } else console.warn(`no POST ${PATH} in /api-docs.json: nothing seeded (set BENCH_SEED_BODY to seed)`);
   const res = await fetch(`${base}${PATH}`, { headers: { 'x-api-key': key } });
   const body = await res.text();
-  if (res.status !== 200) throw new Error(`GET ${PATH} answered ${res.status}: ${body.slice(0, 300)}`);
+  if (res.status === 404 && !make) {
+    throw new BenchError(`GET ${PATH} answered 404: the route does not exist in this build. Try BENCH_PATH=/api/v1/api-keys.`);
+  }
+  if (res.status !== 200) throw new BenchError(`GET ${PATH} answered ${res.status}: ${body.slice(0, 300)}`);
   const data = (JSON.parse(body) as { data?: unknown }).data;
   return { seeded, body, items: Array.isArray(data) ? data.length : null };
 }
@@ -194,6 +200,8 @@ async function benchBare(body: string): Promise<Row> {
 }
 
 const f = (n: number, d = 0) => n.toFixed(d);
+// autocannon records latency in whole milliseconds.
+const ms = (n: number) => (n < 1 ? '<1' : n.toFixed(0));
 
 async function main() {
   console.log(`bench: GET ${PATH}, ${CONNECTIONS} connections, ${WARMUP} s warm-up + ${DURATION} s measured per server, ${SEED} rows seeded`);
@@ -221,7 +229,7 @@ async function main() {
   );
   for (const r of rows) {
     console.log(
-      `${r.name.padEnd(w)}  ${f(r.rps).padStart(8)}  ${f(r.rps / bare.rps, 2).padStart(7)}  ${f(r.p50).padStart(6)}  ${f(r.p99).padStart(6)}  ${f(r.max).padStart(6)}  ${f(r.cpuPerReq).padStart(10)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}`,
+      `${r.name.padEnd(w)}  ${f(r.rps).padStart(8)}  ${f(r.rps / bare.rps, 2).padStart(7)}  ${ms(r.p50).padStart(6)}  ${ms(r.p99).padStart(6)}  ${ms(r.max).padStart(6)}  ${f(r.cpuPerReq).padStart(10)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}`,
     );
   }
   console.log('(latencies have 1 ms resolution; CPU µs/req is the server process only: PostgreSQL and Redis run elsewhere)');
@@ -230,12 +238,12 @@ async function main() {
   // The PGlite line comes last: the default deployment, and the figure the target is about.
   for (const r of [...apps.slice(1), apps[0]]) {
     const tag = r === apps[0] ? '' : ` [${r.name}]`;
-    console.log(`${RESOURCE}/bare p99${tag}: ${f(r.p99, 2)} ms vs ${f(bare.p99, 2)} ms`);
+    console.log(`${RESOURCE}/bare p99${tag}: ${ms(r.p99)} ms vs ${ms(bare.p99)} ms`);
     console.log(`${RESOURCE}/bare throughput ratio${tag}: ${f(r.rps / bare.rps, 2)} (target >= ${TARGET})`);
   }
 }
 
 main().catch((err) => {
-  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  console.error(err instanceof BenchError ? `bench: ${err.message}` : err instanceof Error ? (err.stack ?? err.message) : err);
   process.exit(1);
 });
