@@ -10,9 +10,9 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-const entry = fileURLToPath(new URL('./server.ts', import.meta.url));
+const entry = fileURLToPath(new URL('./db-server.ts', import.meta.url));
 
-/** Forks bench/server.ts in the given mode and waits until it listens. */
+/** Forks bench/db-server.ts in the given mode and waits until it listens. */
 export async function startChild(mode: 'app' | 'bare', env: Record<string, string | undefined> = {}): Promise<Child> {
   const proc = fork(entry, [], { execArgv: ['--import', 'tsx', ...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : [])], env: { ...process.env, ...env, BENCH_MODE: mode }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = <T>() =>

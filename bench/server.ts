@@ -1,62 +1,83 @@
 /**
- * Benchmark child process: opens a database (PGlite in memory, or DATABASE_URL), migrates, seeds an
- * organization, and serves either the real app or a bare Fastify route on a loopback port. It
- * reports `{ port, key, orgId }` over IPC and runs baseline work (a raw multi-row INSERT through the
- * same driver) on request, so app and baseline share process, driver and database.
+ * Child process of `npm run bench`: one server on a random free loopback port.
+ *
+ *   BENCH_MODE=app   the real application (buildApp): opens the database (PGlite in memory, or
+ *                    DATABASE_URL), migrates, creates an organization with an admin key, listens.
+ *   BENCH_MODE=bare  a bare Fastify route at BENCH_PATH answering the JSON in BENCH_BARE_BODY_FILE.
+ *
+ * When listening it prints one JSON line on stdout ({ port, key?, organizationId? }) and serves
+ * until SIGTERM. The database is owned by this process, so the seeding happens here too.
+ * BENCH_PGLITE_DIR: run PGlite on that directory instead of in memory.
+ * Over the IPC channel, the message 'cpu' is answered with this process's process.cpuUsage().
  */
-import Fastify from 'fastify';
+import { readFileSync } from 'node:fs';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
-import { traces } from '../src/db/schema/index.js';
 import { createOrganization } from '../src/domains/organizations/service.js';
 import { memoryState, redisState } from '../src/lib/shared-state.js';
-import { rawTraceRows } from './data.js';
 
-const send = (m: unknown) => process.send!(m);
+const HOST = '127.0.0.1';
 
-async function bare() {
-  const app = Fastify({ logger: false });
-  const body = { data: Array.from({ length: 20 }, (_, i) => ({ id: `team-${i}`, name: `Team ${i}`, memberCount: i })), meta: { total: 20, limit: 50, offset: 0 } };
-  app.get('/bare', async () => body);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  send({ port: (app.server.address() as { port: number }).port });
-}
-
-async function real() {
-  const config = parseConfig({
-    ...process.env,
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT_CONTROL_PER_MINUTE: '100000000',
-    RATE_LIMIT_INGEST_PER_MINUTE: '100000000',
-    ENFORCEMENT_RATE_LIMIT_PER_MINUTE: '100000000',
-  });
-  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: null, poolSize: 10 });
+/** Starts the real application and answers it with the admin key of a fresh organization. */
+async function startApp(): Promise<{ app: FastifyInstance; info: Record<string, unknown>; close: () => Promise<void> }> {
+  const config = parseConfig(process.env);
+  const dataDir = config.DATABASE_URL ? null : (process.env.BENCH_PGLITE_DIR ?? null);
+  const database = await openDatabase({ url: config.DATABASE_URL, dataDir, poolSize: config.DATABASE_POOL_SIZE });
   await database.migrate();
   const state = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
   const app = await buildApp({ config, database, state });
-  const { organization, key } = await createOrganization(database.db, { name: `bench ${Date.now()}` });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  process.on('message', async (m: { cmd: string; [k: string]: unknown }) => {
-    if (m.cmd === 'raw-insert') {
-      // The baseline: the same rows as multi-row INSERTs through the same driver, same concurrency.
-      const batches = rawTraceRows(organization.id, m.agentUuid as string, m.prefix as string, m.batches as number, m.batchSize as number);
-      const started = performance.now();
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: m.concurrency as number }, async () => {
-          while (next < batches.length) await database.db.insert(traces).values(batches[next++]);
-        }),
-      );
-      send({ ms: performance.now() - started });
-    } else if (m.cmd === 'sql') {
-      const started = performance.now();
-      await database.db.execute(m.sql as never);
-      send({ ms: performance.now() - started });
-    }
-  });
-  send({ port: (app.server.address() as { port: number }).port, key, orgId: organization.id, db: database.kind });
+  const { organization, key } = await createOrganization(database.db, { name: `Bench ${new Date().toISOString()}` });
+  app.deps.usage.start(config.USAGE_FLUSH_INTERVAL_MS);
+  return {
+    app,
+    info: { key, organizationId: organization.id, database: database.describe, cache: state.kind },
+    close: async () => {
+      await app.close();
+      await state.close();
+      await database.close();
+    },
+  };
 }
 
-process.on('SIGINT', () => process.exit(0));
-await (process.env.BENCH_MODE === 'bare' ? bare() : real());
+/** Starts a bare Fastify server answering the recorded JSON body at the benchmarked path. */
+async function startBare(): Promise<{ app: FastifyInstance; info: Record<string, unknown>; close: () => Promise<void> }> {
+  const path = process.env.BENCH_PATH ?? '/api/v1/teams';
+  const file = process.env.BENCH_BARE_BODY_FILE;
+  const body: unknown = file ? JSON.parse(readFileSync(file, 'utf8')) : { data: [], meta: { total: 0, limit: 50, offset: 0 } };
+  const app = Fastify({ logger: false });
+  // No response schema and no cached string: JSON.stringify per request, like a plain Fastify handler.
+  app.get(path, async () => body);
+  return { app, info: {}, close: () => app.close() };
+}
+
+async function main() {
+  const mode = process.env.BENCH_MODE;
+  if (mode !== 'app' && mode !== 'bare') throw new Error('BENCH_MODE must be app or bare');
+  const { app, info, close } = mode === 'app' ? await startApp() : await startBare();
+  await app.listen({ host: HOST, port: 0 });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  process.stdout.write(`${JSON.stringify({ port, ...info })}\n`);
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    try {
+      await close();
+    } finally {
+      process.exit(0);
+    }
+  };
+  process.on('message', (m) => {
+    if (m === 'cpu') process.send?.({ cpu: process.cpuUsage() });
+  });
+  process.on('SIGTERM', () => void stop());
+  process.on('SIGINT', () => void stop());
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exit(1);
+});

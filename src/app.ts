@@ -16,7 +16,7 @@ import type { Config } from './config.js';
 import type { Database, Db } from './db/client.js';
 import type { SharedState } from './lib/shared-state.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
-import { registerErrorHandling } from './http/errors.js';
+import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
 import { apiKeyRoutes } from './domains/api-keys/routes.js';
 import { auditRoutes } from './domains/audit/routes.js';
@@ -74,6 +74,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    frameworkErrors: frameworkErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -9,7 +9,7 @@ import { createOrganization } from '../domains/organizations/service.js';
 import { createUser } from '../domains/users/service.js';
 import { acquireDataDirLock } from '../lib/data-dir-lock.js';
 import { ROLES } from '../http/principal.js';
-import { pgCodeOf } from '../http/errors.js';
+import { sqlStateOf } from '../http/errors.js';
 import { environmentEnum } from '../http/validation.js';
 
 async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
@@ -78,7 +78,7 @@ program
 
 program.parseAsync().catch((err: unknown) => {
   // Foreign key (unknown organization) and other database errors: a plain message, no SQL.
-  const code = pgCodeOf(err);
+  const code = sqlStateOf(err);
   const message = code === '23503' ? 'unknown organization' : code === '23505' ? 'already exists' : code ? `database error ${code}` : (err as Error).message ?? String(err);
   console.error(`agov: ${message}`);
   process.exit(1);

@@ -41,6 +41,8 @@ interface Entry<T> {
 }
 
 const MAX_CACHE = 10_000;
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const NUL = /\u0000/;
 // Unknown keys are remembered briefly too, so a flood of bad keys does not become a flood of queries.
 const NEGATIVE_TTL_MS = 5_000;
 
@@ -228,14 +230,19 @@ export class Authenticator {
     const sub = typeof payload.sub === 'string' ? payload.sub : '';
     const orgId = typeof payload.org_id === 'string' ? payload.org_id : '';
     const role = payload.role as Role;
-    if (!sub || sub.length > 255 || !/^[0-9a-f-]{36}$/i.test(orgId) || !ROLES.includes(role)) {
+    // org_id is compared with a uuid column: anything but a real uuid would be a database error, not a 401.
+    if (!sub || sub.length > 255 || !UUID_RE.test(orgId) || !ROLES.includes(role)) {
       throw unauthorized('Token lacks sub, org_id or a valid role');
+    }
+    const email = typeof payload.email === 'string' ? payload.email.slice(0, 320) : null;
+    const name = typeof payload.name === 'string' ? payload.name.slice(0, 255) : null;
+    // These are written to the users table, and Postgres cannot store NUL: such a token is malformed.
+    if (NUL.test(sub) || (email !== null && NUL.test(email)) || (name !== null && NUL.test(name))) {
+      throw unauthorized('Token claims contain NUL characters');
     }
     const org = await this.lookupOrg(orgId.toLowerCase());
     if (!org) throw unauthorized('Unknown organization');
     if (!ipAllowed(ip, org.allow)) throw forbidden('Caller IP is not in the organization allowlist');
-    const email = typeof payload.email === 'string' ? payload.email.slice(0, 320) : null;
-    const name = typeof payload.name === 'string' ? payload.name.slice(0, 255) : null;
     const userId = await upsertUserFromToken(this.db, { organizationId: org.id, subject: sub, email, name, role });
     return {
       kind: 'user',

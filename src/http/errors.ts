@@ -2,7 +2,7 @@
  * Typed errors thrown by services, and the one error handler that maps everything to the
  * `{ error: { code, message, fields? } }` body. No stack or SQL ever reaches a client.
  */
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 
 export class AppError extends Error {
@@ -48,13 +48,35 @@ function fieldsFrom(issues: ValidationIssue[]): Record<string, string> {
 // a safety net, so a gap in validation is still a 4xx and never a 500.
 const PG_CONFLICT = new Set(['23505']);
 const PG_BAD_VALUE_CLASS = '22';
+const SQLSTATE = /^[0-9A-Z]{5}$/;
 
-/** The five-character Postgres SQLSTATE of an error or of its cause, if any. */
-export function pgCodeOf(err: unknown): string | undefined {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 3; e = e.cause as typeof e, i++) {
-    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code;
+/**
+ * The SQLSTATE of a database error, or undefined. Drizzle wraps driver errors (pg's DatabaseError,
+ * PGlite's) in DrizzleQueryError with the original as `cause`, so the chain is followed.
+ */
+export function sqlStateOf(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && SQLSTATE.test(code)) return code;
+    e = (e as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors raised by the router before any route or hook runs.
+ * A path that does not percent-decode (FST_ERR_BAD_URL) or has a segment longer than
+ * `maxParamLength` (FST_ERR_MAX_PARAM_LENGTH) cannot name an existing resource: 404 NOT_FOUND, in the
+ * one error body, instead of Fastify's own `{ error, code, message, statusCode }` with 400/414.
+ */
+export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.header('X-Request-Id', request.id);
+  if (err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return reply.code(404).send({ error: { code: 'NOT_FOUND', message: 'Resource not found' } });
+  }
+  request.log.error({ err }, 'router error');
+  return reply.code(500).send({ error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } });
 }
 
 /** Registers the error and not-found handlers on an app. */
@@ -64,6 +86,10 @@ export function registerErrorHandling(app: FastifyInstance) {
   });
 
   app.setErrorHandler((err: FastifyError & { code?: string; validationContext?: string }, request, reply) => {
+    // The handler may have set another type (an export's text/csv) before failing: the error body is
+    // JSON whatever it was, or Fastify refuses to serialize it and sends its own 500 body instead.
+    reply.type('application/json; charset=utf-8');
+    reply.removeHeader('content-disposition');
     if (err instanceof AppError) {
       if (err.headers) reply.headers(err.headers);
       return reply
@@ -95,12 +121,11 @@ export function registerErrorHandling(app: FastifyInstance) {
           .code(415)
           .send({ error: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Send JSON with Content-Type: application/json' } });
     }
-    // Drizzle wraps driver errors (DrizzleQueryError); the Postgres SQLSTATE is on the cause.
-    const pgCode = pgCodeOf(err);
-    if (pgCode && PG_CONFLICT.has(pgCode)) {
+    const state = sqlStateOf(err);
+    if (state && PG_CONFLICT.has(state)) {
       return reply.code(409).send({ error: { code: 'CONFLICT', message: 'Conflicts with an existing resource' } });
     }
-    if (pgCode && pgCode.startsWith(PG_BAD_VALUE_CLASS)) {
+    if (state && state.startsWith(PG_BAD_VALUE_CLASS)) {
       request.log.warn({ err }, 'database rejected a value that validation let through');
       return reply.code(422).send({ error: { code: 'VALIDATION_ERROR', message: 'A value is out of range', fields: {} } });
     }

@@ -35,8 +35,25 @@ async function* rowsOf(batches: AsyncIterable<object[]>, columns: string[]) {
   }
 }
 
+/**
+ * Runs the first batch before anything is sent, so that a failing first query (a filter the
+ * database rejects, an outage) is an ordinary error response rather than a 200 cut off mid-body.
+ */
+async function primed<T>(batches: AsyncIterable<T>): Promise<AsyncIterable<T>> {
+  const it = batches[Symbol.asyncIterator]();
+  const first = await it.next();
+  return {
+    async *[Symbol.asyncIterator]() {
+      if (first.done) return;
+      yield first.value;
+      for (let n = await it.next(); !n.done; n = await it.next()) yield n.value;
+    },
+  };
+}
+
 /** Sends the batches as a streamed attachment in the requested format. */
-export function sendExport(reply: FastifyReply, format: ExportFormat, name: string, columns: string[], batches: AsyncIterable<object[]>) {
+export async function sendExport(reply: FastifyReply, format: ExportFormat, name: string, columns: string[], source: AsyncIterable<object[]>) {
+  const batches = await primed(source);
   const stamp = new Date().toISOString().slice(0, 10);
   reply.header('Content-Disposition', `attachment; filename="${name}-${stamp}.${format}"`);
   if (format === 'csv') {

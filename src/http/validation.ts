@@ -17,6 +17,19 @@ export const str = (min = 0, max = 10_000) =>
     .refine((s) => !NUL.test(s), 'must not contain NUL characters');
 
 export const uuid = () => z.uuid();
+
+const MIN_INSTANT = Date.parse('0001-01-01T00:00:00.000Z');
+const MAX_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * An ISO 8601 date-time with offset whose instant (in UTC) lies in years 0001-9999: the zod format
+ * alone admits year 0000 and offsets that carry 9999-12-31 into year 10000, which Postgres rejects.
+ */
+export const isoDateTime = () =>
+  z.iso.datetime({ offset: true }).refine((s) => {
+    const t = Date.parse(s);
+    return t >= MIN_INSTANT && t <= MAX_INSTANT;
+  }, 'must be a date-time between 0001-01-01 and 9999-12-31 (UTC)');
 /** A path id: malformed ones are answered 404 by the error handler. */
 export const idParams = z.object({ id: z.uuid() });
 

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { ALL_SCOPES } from '../../http/principal.js';
-import { environmentEnum, ipv4OrCidr, pagination, str } from '../../http/validation.js';
+import { environmentEnum, ipv4OrCidr, isoDateTime, pagination, str } from '../../http/validation.js';
 
 export const scopeEnum = z.enum(ALL_SCOPES);
-const timestamp = z.iso.datetime({ offset: true });
+const timestamp = isoDateTime();
 const future = timestamp.refine((s) => Date.parse(s) > Date.now(), 'must be in the future');
 
 export const apiKeySchema = z

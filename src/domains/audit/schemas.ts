@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pagination, str } from '../../http/validation.js';
+import { isoDateTime, pagination, str } from '../../http/validation.js';
 
 export const auditEntrySchema = z
   .object({
@@ -25,7 +25,7 @@ export const auditEntrySchema = z
   })
   .meta({ id: 'AuditLogEntry' });
 
-const ts = z.iso.datetime({ offset: true });
+const ts = isoDateTime();
 
 export const auditFilters = {
   action: str(1, 200).optional(),

@@ -9,7 +9,7 @@ import type { Db, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import { agents } from '../../db/schema/index.js';
 import type { Principal } from '../../http/principal.js';
-import { pgCodeOf } from '../../http/errors.js';
+import { sqlStateOf } from '../../http/errors.js';
 import type { AuditContext } from '../audit/service.js';
 import { monthOf, pauseInTx } from '../agents/service.js';
 import { emit } from '../events/outbox.js';
@@ -267,7 +267,7 @@ async function writeBatch(deps: IngestDeps, principal: Principal, ready: Ready[]
     try {
       return await writeBatchOnce(deps, principal, ready);
     } catch (err) {
-      if (attempt >= 3 || !RETRYABLE.has(pgCodeOf(err) ?? '')) throw err;
+      if (attempt >= 3 || !RETRYABLE.has(sqlStateOf(err) ?? '')) throw err;
     }
   }
 }
