@@ -126,7 +126,7 @@ function seedBodies(doc: { paths: Record<string, Record<string, { requestBody?: 
 /** Seeds rows through the API with the admin key and answers the body of one GET of the benchmarked path. */
 async function prepare(base: string, key: string): Promise<{ seeded: number; body: string; items: number | null }> {
   const headers = { 'x-api-key': key, 'content-type': 'application/json' };
-  const doc = await (await fetch(`${base}/api-docs.json`)).json();
+  const doc = (await (await fetch(`${base}/api-docs.json`)).json()) as Parameters<typeof seedBodies>[0];
   const make = seedBodies(doc);
   let seeded = 0;
   if (make && SEED > 0) {

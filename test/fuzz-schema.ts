@@ -42,6 +42,7 @@ interface OpenApiOperation {
   parameters?: OpenApiParameter[];
   requestBody?: { required?: boolean; content?: Record<string, { schema?: JsonSchema }> };
   security?: unknown[];
+  'x-body-limit'?: number;
 }
 
 /** The parts of an OpenAPI 3.1 document the fuzz test reads. */
@@ -69,6 +70,8 @@ export interface Operation {
   body?: JsonSchema;
   /** True when the operation needs no credentials (an empty `security` list). */
   isPublic: boolean;
+  /** The operation's own body limit in bytes (`x-body-limit`), when it differs from the server's. */
+  bodyLimit?: number;
 }
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
@@ -106,6 +109,7 @@ export function operationsOf(doc: OpenApiDoc): Operation[] {
         query: params.filter((p) => p.in === 'query').map((p) => ({ name: p.name, required: !!p.required, schema: p.schema })),
         ...(json ? { body: resolve(doc, json) } : {}),
         isPublic: Array.isArray(op.security) && op.security.length === 0,
+        ...(typeof op['x-body-limit'] === 'number' ? { bodyLimit: op['x-body-limit'] } : {}),
       });
     }
   }

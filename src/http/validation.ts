@@ -8,13 +8,16 @@ import ipaddr from 'ipaddr.js';
 
 const NUL = /\u0000/;
 
+/** True when a string can be stored: no NUL, and well-formed UTF-16 (a lone surrogate cannot be encoded). */
+const storable = (s: string) => !NUL.test(s) && s.isWellFormed();
+
 /** A string of bounded length that Postgres can store. */
 export const str = (min = 0, max = 10_000) =>
   z
     .string()
     .min(min)
     .max(max)
-    .refine((s) => !NUL.test(s), 'must not contain NUL characters');
+    .refine(storable, 'must not contain NUL characters or unpaired surrogates');
 
 export const uuid = () => z.uuid();
 
@@ -45,14 +48,14 @@ export function checkJson(value: unknown, maxDepth = MAX_JSON_DEPTH, maxNodes = 
     if (++nodes > maxNodes) return `has more than ${maxNodes} values`;
     if (depth > maxDepth) return `is nested deeper than ${maxDepth} levels`;
     if (typeof v === 'string') {
-      if (NUL.test(v)) return 'must not contain NUL characters';
+      if (!storable(v)) return 'must not contain NUL characters or unpaired surrogates';
     } else if (typeof v === 'number') {
       if (!Number.isFinite(v)) return 'must contain finite numbers';
     } else if (Array.isArray(v)) {
       for (const x of v) stack.push([x, depth + 1]);
     } else if (v && typeof v === 'object') {
       for (const [k, x] of Object.entries(v)) {
-        if (NUL.test(k)) return 'must not contain NUL characters';
+        if (!storable(k)) return 'must not contain NUL characters or unpaired surrogates';
         stack.push([x, depth + 1]);
       }
     }

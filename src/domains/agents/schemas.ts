@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { environmentEnum, ipv4OrCidr, jsonObject, pagination, str } from '../../http/validation.js';
+import { environmentEnum, ipv4OrCidr, isoDateTime, jsonObject, pagination, str } from '../../http/validation.js';
 
 export const PLATFORMS = ['openai', 'azure_openai', 'anthropic', 'langchain', 'crewai', 'custom'] as const;
 export const AGENT_TYPES = ['chatbot', 'workflow', 'autonomous', 'copilot'] as const;
@@ -131,8 +131,7 @@ export const generateAgentKeyInput = z
   .object({
     name: str(1, 255),
     description: str(0, 500).nullable().optional(),
-    expiresAt: z.iso
-      .datetime({ offset: true })
+    expiresAt: isoDateTime()
       .refine((s) => Date.parse(s) > Date.now(), 'must be in the future')
       .nullable()
       .optional(),

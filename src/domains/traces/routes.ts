@@ -47,6 +47,8 @@ export async function traceRoutes(app: FastifyInstance) {
         'A later item with the same traceId (in this batch or a later one) updates the trace; fields it omits keep their stored values.',
       body: ingestInput,
       response: { 202: ingestResultSchema, ...errorResponses },
+      // Published in the API description: this route takes larger bodies than the others.
+      'x-body-limit': config.INGEST_BODY_LIMIT_BYTES,
     },
   }, async (req, reply) => {
     const result = await ingestTraces({ db, pricing, subscriptions }, principalOf(req), req.body.traces);

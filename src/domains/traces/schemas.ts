@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { environmentEnum, jsonObject, pagination, str } from '../../http/validation.js';
+import { environmentEnum, isoDateTime, jsonObject, pagination, str } from '../../http/validation.js';
 
 export const TRACE_STATUSES = ['success', 'error', 'timeout', 'policy_blocked', 'limit_exceeded'] as const;
 export const SPAN_TYPES = ['root', 'agent', 'llm_call', 'tool_call', 'retrieval', 'middleware', 'custom'] as const;
@@ -8,8 +8,7 @@ const INT32 = 2_147_483_647;
 const count = z.number().int().min(0).max(INT32);
 /** Timestamps more than this far ahead of the server clock are refused (clock skew allowance). */
 export const MAX_FUTURE_MS = 24 * 3_600_000;
-const traceTimestamp = z.iso
-  .datetime({ offset: true })
+const traceTimestamp = isoDateTime()
   .refine((s) => Date.parse(s) <= Date.now() + MAX_FUTURE_MS, 'must not be more than 24 hours in the future')
   .refine((s) => Date.parse(s) >= Date.UTC(2000, 0, 1), 'must not be before 2000-01-01');
 // Trace bodies are larger than settings objects: deeper and bigger, still bounded.
@@ -102,7 +101,7 @@ export const traceSchema = z
   })
   .meta({ id: 'Trace' });
 
-const ts = z.iso.datetime({ offset: true });
+const ts = isoDateTime();
 
 export const traceFilters = {
   agentId: z.uuid().optional(),
@@ -119,7 +118,7 @@ export type ListTracesQuery = z.infer<typeof listTracesQuery>;
 export const statsQuery = z.object({ hours: z.coerce.number().int().min(1).max(8760).default(24) });
 
 /** A date (YYYY-MM-DD, the whole day) or a date-time. */
-const dateOrTime = z.union([z.iso.date(), z.iso.datetime({ offset: true })]);
+const dateOrTime = z.union([z.iso.date().refine((d) => d >= '0001-01-01', 'must not be before 0001-01-01'), isoDateTime()]);
 export const exportQuery = z.object({
   format: z.enum(['json', 'csv']).default('json'),
   startDate: dateOrTime.optional(),
