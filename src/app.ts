@@ -15,6 +15,7 @@ import {
 import type { Config } from './config.js';
 import type { Database, Db } from './db/client.js';
 import type { SharedState } from './lib/shared-state.js';
+import { ResponseCache } from './lib/response-cache.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
@@ -44,6 +45,7 @@ export interface AppServices {
   usage: UsageRecorder;
   pricing: Pricing;
   subscriptions: Subscriptions;
+  cache: ResponseCache;
 }
 
 declare module 'fastify' {
@@ -82,7 +84,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const usage = new UsageRecorder(deps.database.db, app.log);
   const auth = new Authenticator(deps.database.db, config, deps.state, usage);
   const pricing = new Pricing(loadPriceTable(config.PRICE_TABLE_PATH));
-  app.decorate('deps', { ...deps, db: deps.database.db, auth, usage, pricing, subscriptions: noSubscriptions });
+  const cache = new ResponseCache(deps.state);
+  app.decorate('deps', { ...deps, db: deps.database.db, auth, usage, pricing, subscriptions: noSubscriptions, cache });
   app.addHook('onClose', async () => usage.stop());
 
   app.addHook('onRequest', async (request, reply) => {

@@ -1,4 +1,5 @@
 /** Response envelopes of the specification, and their zod schemas for the OpenAPI document. */
+import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 
 /** `{ data }` for a single item. */
@@ -41,3 +42,8 @@ export const errorResponses = {
   422: errorSchema,
   429: errorSchema,
 } as const;
+
+/** Sends an already-serialized JSON body as is (Fastify does not serialize a string again). */
+export function sendJsonText(reply: FastifyReply, text: string) {
+  return reply.type('application/json; charset=utf-8').send(text as never);
+}

@@ -1,7 +1,7 @@
 /** HTTP routes for /teams: anyone authenticated reads; changes need admin. */
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { dataSchema, errorResponses, messageSchema, one, page, pageSchema } from '../../http/envelope.js';
+import { dataSchema, errorResponses, messageSchema, one, page, pageSchema, sendJsonText } from '../../http/envelope.js';
 import { auditContext, principalOf } from '../../http/context.js';
 import { idParams } from '../../http/validation.js';
 import {
@@ -18,19 +18,35 @@ import {
 import * as svc from './service.js';
 
 const tags = ['Teams'];
+const SCOPE = 'teams';
 // The specification marks team create, update, delete and member changes ADMIN (scope admin for keys).
 const admin = { scope: 'admin' as const };
 
 /** Registers the /teams routes. */
 export async function teamRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { db } = app.deps;
+  const { db, cache } = app.deps;
+
+  // Pages of GET /teams are cached per organization (see ResponseCache). Every successful change
+  // below (this plugin's hook only) invalidates them before its response is sent, so a client
+  // always reads its own writes.
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (req.method !== 'GET' && reply.statusCode < 300 && req.principal) await cache.invalidate(req.principal.organizationId, SCOPE);
+    return payload;
+  });
 
   r.get('/teams', {
     schema: { tags, summary: 'List teams, ordered by name', querystring: listTeamsQuery, response: { 200: pageSchema(teamSchema), ...errorResponses } },
-  }, async (req) => {
-    const { rows, total } = await svc.listTeams(db, principalOf(req).organizationId, req.query);
-    return page(rows, total, req.query.limit, req.query.offset);
+  }, async (req, reply) => {
+    const orgId = principalOf(req).organizationId;
+    const key = JSON.stringify([req.query.search ?? null, req.query.limit, req.query.offset]);
+    const cached = cache.get(orgId, SCOPE, key);
+    if (cached !== undefined) return sendJsonText(reply, cached);
+    const version = cache.version(orgId, SCOPE);
+    const { rows, total } = await svc.listTeams(db, orgId, req.query);
+    const body = JSON.stringify(page(rows, total, req.query.limit, req.query.offset));
+    cache.set(orgId, SCOPE, version, key, body);
+    return sendJsonText(reply, body);
   });
 
   r.post('/teams', {
