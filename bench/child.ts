@@ -17,8 +17,12 @@ export async function startChild(mode: 'app' | 'bare', env: Record<string, strin
   const proc = fork(entry, [], { execArgv: ['--import', 'tsx', ...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : [])], env: { ...process.env, ...env, BENCH_MODE: mode }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = <T>() =>
     new Promise<T>((resolve, reject) => {
-      proc.once('message', (m) => resolve(m as T));
-      proc.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+      const onExit = (code: number | null) => reject(new Error(`bench server exited with ${code}`));
+      proc.once('exit', onExit);
+      proc.once('message', (m) => {
+        proc.off('exit', onExit);
+        resolve(m as T);
+      });
     });
   const info = await next<Child['info']>();
   return {

@@ -49,6 +49,9 @@ async function real() {
         }),
       );
       send({ ms: performance.now() - started });
+    } else if (m.cmd === 'mem') {
+      const { rss, heapUsed } = process.memoryUsage();
+      send({ rss, heapUsed });
     } else if (m.cmd === 'sql') {
       const started = performance.now();
       await database.db.execute(m.sql as never);

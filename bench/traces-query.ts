@@ -100,6 +100,39 @@ try {
     );
   }
   console.log('\ntarget: API p95 < 50 ms on PostgreSQL');
+
+  // Export: an agent's ~90,000 traces, then all of them, streamed while the server's memory is
+  // sampled: flat memory means the peak does not grow with the size of the export.
+  console.log('\nexport                     rows      MB   seconds   server heap before -> peak MB   rss before -> peak MB');
+  for (const [format, filter] of [['csv', `&agentId=${agentIds[5]}`], ['json', `&agentId=${agentIds[5]}`], ['csv', '']]) {
+    const mem = () => app.ask<{ rss: number; heapUsed: number }>({ cmd: 'mem' });
+    const before = await mem();
+    let peak = before;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const m = await mem();
+        peak = { rss: Math.max(peak.rss, m.rss), heapUsed: Math.max(peak.heapUsed, m.heapUsed) };
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const started = performance.now();
+    const res = await fetch(`${base}/traces/export?format=${format}${filter}`, { headers });
+    let bytes = 0;
+    let newlines = 0;
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      bytes += chunk.length;
+      for (const b of chunk) if (b === 10) newlines++;
+    }
+    sampling = false;
+    await sampler;
+    const mb = (n: number) => (n / 1024 / 1024).toFixed(0);
+    const rows = format === 'csv' ? newlines - 1 : NaN;
+    console.log(
+      `${(format + (filter ? ' agent' : ' all')).padEnd(10)} ${String(Number.isNaN(rows) ? '(one line)' : rows).padStart(16)} ${mb(bytes).padStart(7)} ${((performance.now() - started) / 1000).toFixed(1).padStart(9)}   ${mb(before.heapUsed).padStart(10)} -> ${mb(peak.heapUsed).padEnd(12)} ${mb(before.rss).padStart(10)} -> ${mb(peak.rss)}`,
+    );
+  }
+
 } finally {
   await client.end();
   await app.stop();
