@@ -43,6 +43,17 @@ const MEMBER_TEAM_ID = sql`${teamMembers}.${sql.identifier(teamMembers.teamId.na
 /** Number of members of the team whose id is `teamId` (served by the unique (team_id, user_id) index). */
 const memberCountOf = (teamId: SQL) => sql<number>`(select count(*)::int from ${teamMembers} where ${MEMBER_TEAM_ID} = ${teamId})`;
 
+/** The columns of a team as read, with its member count. */
+const teamColumns = {
+  id: teams.id,
+  organizationId: teams.organizationId,
+  name: teams.name,
+  description: teams.description,
+  createdAt: teams.createdAt,
+  updatedAt: teams.updatedAt,
+  memberCount: memberCountOf(TEAM_ID),
+};
+
 const memberColumns = {
   id: users.id,
   email: users.email,
@@ -67,16 +78,7 @@ export async function listTeams(db: Db, orgId: string, q: { limit: number; offse
   }
   const where = and(...conds);
   const rows = await db
-    .select({
-      id: teams.id,
-      organizationId: teams.organizationId,
-      name: teams.name,
-      description: teams.description,
-      createdAt: teams.createdAt,
-      updatedAt: teams.updatedAt,
-      memberCount: memberCountOf(TEAM_ID),
-      total: sql<number>`(count(*) over ())::int`,
-    })
+    .select({ ...teamColumns, total: sql<number>`(count(*) over ())::int` })
     .from(teams)
     .where(where)
     .orderBy(asc(teams.name))
@@ -92,15 +94,7 @@ export async function listTeams(db: Db, orgId: string, q: { limit: number; offse
 /** A live team of the organization with its member count, or 404. `lock` takes a row lock for the transaction. */
 async function loadTeam(db: Executor, orgId: string, id: string, lock?: 'update' | 'share') {
   const q = db
-    .select({
-      id: teams.id,
-      organizationId: teams.organizationId,
-      name: teams.name,
-      description: teams.description,
-      createdAt: teams.createdAt,
-      updatedAt: teams.updatedAt,
-      memberCount: memberCountOf(TEAM_ID),
-    })
+    .select(teamColumns)
     .from(teams)
     .where(liveTeam(orgId, id))
     .limit(1);
