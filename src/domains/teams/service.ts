@@ -103,18 +103,22 @@ async function loadTeam(db: Executor, orgId: string, id: string, lock?: 'update'
   return row;
 }
 
+/** A team's members with their user's email and name, oldest membership first. */
+const membersOf = (db: Executor, teamId: string) =>
+  db
+    .select(memberColumns)
+    .from(teamMembers)
+    .innerJoin(users, eq(users.id, teamMembers.userId))
+    .where(eq(teamMembers.teamId, teamId))
+    .orderBy(asc(teamMembers.addedAt), asc(teamMembers.userId));
+
 /**
  * One team with all its members, oldest membership first. Members are not paginated here (teams
  * are small; GET /teams/{id}/members pages them), so members.length equals memberCount.
  */
 export async function getTeam(db: Db, orgId: string, id: string) {
   const team = await loadTeam(db, orgId, id);
-  const members = await db
-    .select(memberColumns)
-    .from(teamMembers)
-    .innerJoin(users, eq(users.id, teamMembers.userId))
-    .where(eq(teamMembers.teamId, id))
-    .orderBy(asc(teamMembers.addedAt), asc(teamMembers.userId));
+  const members = await membersOf(db, id);
   return { ...teamView(team, members.length), members: members.map(memberView) };
 }
 
@@ -182,14 +186,7 @@ export async function deleteTeam(db: Db, ctx: AuditContext, id: string) {
 /** One page of a team's members, oldest membership first; 404 when the team is unknown. */
 export async function listMembers(db: Db, orgId: string, teamId: string, q: { limit: number; offset: number }) {
   const team = await loadTeam(db, orgId, teamId);
-  const rows = await db
-    .select(memberColumns)
-    .from(teamMembers)
-    .innerJoin(users, eq(users.id, teamMembers.userId))
-    .where(eq(teamMembers.teamId, teamId))
-    .orderBy(asc(teamMembers.addedAt), asc(teamMembers.userId))
-    .limit(q.limit)
-    .offset(q.offset);
+  const rows = await membersOf(db, teamId).limit(q.limit).offset(q.offset);
   return { rows: rows.map(memberView), total: Number(team.memberCount) };
 }
 
