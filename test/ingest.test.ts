@@ -87,6 +87,12 @@ describe('POST /traces/ingest', () => {
     expect(await stored(org, id)).toMatchObject({ input: { q: 'hi' }, output: { a: 'hello' }, status: 'error', errorMessage: 'boom', durationMs: 9, spanName: 'run' });
     expect((await stored(org, id)).timestamp.toISOString()).toBe('2026-01-01T00:00:00.000Z');
 
+    const tok = `tok-${randomUUID()}`;
+    await ingest(org, [{ traceId: tok, agentId: a.agentId, promptTokens: 100 }]);
+    expect((await stored(org, tok)).totalTokens).toBe(100);
+    await ingest(org, [{ traceId: tok, agentId: a.agentId, completionTokens: 50 }]);
+    expect(await stored(org, tok)).toMatchObject({ promptTokens: 100, completionTokens: 50, totalTokens: 150 });
+
     const dup = `d-${randomUUID()}`;
     const res = await ingest(org, [
       { traceId: dup, agentId: a.agentId, status: 'error', spanName: 'first' },

@@ -92,8 +92,13 @@ export interface IngestDeps {
   subscriptions: Subscriptions;
 }
 
-/** Ingests a batch for the principal's organization; answers the partial-success summary. */
-export async function ingestTraces(deps: IngestDeps, principal: Principal, items: unknown[]): Promise<IngestResult> {
+/**
+ * Ingests a batch for the principal's organization; answers the partial-success summary.
+ * `bodyBytes` (the request's size, when known) spares measuring items one by one: no item of a
+ * body smaller than MAX_ITEM_BYTES can exceed it.
+ */
+export async function ingestTraces(deps: IngestDeps, principal: Principal, items: unknown[], bodyBytes?: number): Promise<IngestResult> {
+  const measure = bodyBytes === undefined || bodyBytes > MAX_ITEM_BYTES;
   const orgId = principal.organizationId;
   const errors: ItemError[] = [];
   const valid: { index: number; item: IngestItem }[] = [];
@@ -109,7 +114,7 @@ export async function ingestTraces(deps: IngestDeps, principal: Principal, items
       errors.push({ index, traceId, error: describeIssues(parsed.error.issues) });
       return;
     }
-    if (JSON.stringify(raw).length > MAX_ITEM_BYTES) {
+    if (measure && JSON.stringify(raw).length > MAX_ITEM_BYTES) {
       errors.push({ index, traceId, error: `item is larger than ${MAX_ITEM_BYTES} bytes` });
       return;
     }
@@ -192,7 +197,10 @@ function merge(prev: TraceRow | undefined, item: IngestItem, agent: AgentRow, pr
     span_type: item.spanType ?? prev?.span_type ?? 'custom',
     span_name: pick(item.spanName, prev?.span_name),
   };
-  if (row.total_tokens === null && (row.prompt_tokens !== null || row.completion_tokens !== null)) {
+  // totalTokens is derived (prompt + completion) unless sent: recomputed whenever a part changes,
+  // so a completion adding completionTokens does not leave the start's total behind.
+  const partsChanged = item.promptTokens !== undefined || item.completionTokens !== undefined;
+  if (item.totalTokens === undefined && (partsChanged || row.total_tokens === null) && (row.prompt_tokens !== null || row.completion_tokens !== null)) {
     row.total_tokens = (row.prompt_tokens ?? 0) + (row.completion_tokens ?? 0);
   }
   if (item.costUsd !== undefined && item.costUsd !== null) row.cost_usd = item.costUsd;

@@ -51,7 +51,8 @@ export async function traceRoutes(app: FastifyInstance) {
       'x-body-limit': config.INGEST_BODY_LIMIT_BYTES,
     },
   }, async (req, reply) => {
-    const result = await ingestTraces({ db, pricing, subscriptions }, principalOf(req), req.body.traces);
+    const length = Number(req.headers['content-length']);
+    const result = await ingestTraces({ db, pricing, subscriptions }, principalOf(req), req.body.traces, Number.isFinite(length) ? length : undefined);
     return reply.code(202).send(result);
   });
 
