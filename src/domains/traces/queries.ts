@@ -81,6 +81,9 @@ async function estimateRows(db: Db, w: SQL) {
   return Number((plan as Array<{ Plan: { 'Plan Rows': number } }>)[0].Plan['Plan Rows']);
 }
 
+/** The exact total a page implies on its own: a page that is not full ends the results (an empty page past the end tells nothing). */
+const exactFromPage = (n: number, q: { limit: number; offset: number }) => (n < q.limit && (n > 0 || q.offset === 0) ? q.offset + n : null);
+
 /** Up to this many full-text matches are counted exactly (and paged through the GIN index). */
 export const SEARCH_EXACT_LIMIT = 1000;
 
@@ -112,17 +115,17 @@ export async function listTraces(db: Db, p: Principal, q: ListTracesQuery, exact
     });
     if (rare) return { rows: rare.rows.map(traceView), total: rare.n, estimated: false };
     const rows = await pageOf(db);
-    const seen = q.offset + rows.length;
-    if (rows.length < q.limit && (rows.length > 0 || q.offset === 0)) return { rows: rows.map(traceView), total: seen, estimated: false };
+    const known = exactFromPage(rows.length, q);
+    if (known !== null) return { rows: rows.map(traceView), total: known, estimated: false };
     const estimate = await estimateRows(db, w);
-    return { rows: rows.map(traceView), total: Math.max(Math.round(estimate), seen, SEARCH_EXACT_LIMIT + 1), estimated: true };
+    return { rows: rows.map(traceView), total: Math.max(Math.round(estimate), q.offset + rows.length, SEARCH_EXACT_LIMIT + 1), estimated: true };
   }
 
   const rows = await pageOf(db);
-  const seen = q.offset + rows.length;
-  if (rows.length < q.limit && (rows.length > 0 || q.offset === 0)) return { rows: rows.map(traceView), total: seen, estimated: false };
+  const known = exactFromPage(rows.length, q);
+  if (known !== null) return { rows: rows.map(traceView), total: known, estimated: false };
   const estimate = await estimateRows(db, w);
-  if (estimate > exactLimit) return { rows: rows.map(traceView), total: Math.max(Math.round(estimate), seen), estimated: true };
+  if (estimate > exactLimit) return { rows: rows.map(traceView), total: Math.max(Math.round(estimate), q.offset + rows.length), estimated: true };
   const [{ total }] = await db.select({ total: count() }).from(traces).where(w);
   return { rows: rows.map(traceView), total, estimated: false };
 }
