@@ -1,11 +1,15 @@
 /** Test harness: a real app on a real database (in-memory PGlite, or DATABASE_URL), real Redis when REDIS_URL is set. */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { inject } from 'vitest';
 import { SignJWT } from 'jose';
 import { buildApp } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { createOrganization } from '../src/domains/organizations/service.js';
 import { memoryState, redisState, type SharedState } from '../src/lib/shared-state.js';
+import { onServer, withDatabase } from './global-setup.js';
 
 export const JWT_SECRET = 'test-secret-with-enough-length-for-hs256!!';
 
@@ -24,12 +28,11 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     RATE_LIMIT_INGEST_PER_MINUTE: '1000000',
     ENFORCEMENT_RATE_LIMIT_PER_MINUTE: '1000000',
     AUTH_JWT_SECRET: JWT_SECRET,
-    DATABASE_URL: process.env.DATABASE_URL ?? '',
+    DATABASE_URL: process.env.DATABASE_URL ? await testDatabaseUrl() : '',
     REDIS_URL: process.env.REDIS_URL ?? '',
     ...env,
   });
-  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: null, poolSize: 5 });
-  await database.migrate();
+  const database = await openTestDatabase();
   const state = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
   const app = await buildApp({ config, database, state });
   await app.ready();
@@ -43,6 +46,42 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
       await database.close();
     },
   };
+}
+
+let fileDatabaseUrl: Promise<string> | undefined;
+
+/**
+ * The PostgreSQL database of this test file: a copy of the migrated template (test/global-setup.ts),
+ * made on first use. Every app of one file shares it (multi-instance tests need that); files never do.
+ */
+export function testDatabaseUrl(): Promise<string> {
+  const base = process.env.DATABASE_URL;
+  if (!base) throw new Error('testDatabaseUrl() needs DATABASE_URL');
+  fileDatabaseUrl ??= (async () => {
+    const template = inject('pgTemplateDatabase');
+    const name = `${template}_${randomBytes(6).toString('hex')}`;
+    // Copies made at the same moment can find the template busy: try again briefly.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await onServer(base, `create database "${name}" template "${template}"`);
+        break;
+      } catch (err) {
+        if (attempt >= 20) throw err;
+        await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+      }
+    }
+    return withDatabase(base, name);
+  })();
+  return fileDatabaseUrl;
+}
+
+let pgliteTemplate: Blob | undefined;
+
+/** A migrated database for a test: a fresh PGlite loaded from the template, or this file's PostgreSQL copy. */
+export async function openTestDatabase(): Promise<Database> {
+  if (process.env.DATABASE_URL) return openDatabase({ url: await testDatabaseUrl(), poolSize: 5 });
+  pgliteTemplate ??= new Blob([readFileSync(inject('pgliteTemplatePath'))]);
+  return openDatabase({ dataDir: null, template: pgliteTemplate });
 }
 
 export interface TestOrg {

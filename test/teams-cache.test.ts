@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { redisState, type SharedState } from '../src/lib/shared-state.js';
-import { createOrg, createTestApp, signJwt, type TestApp, type TestOrg } from './helpers.js';
+import { createOrg, createTestApp, signJwt, testDatabaseUrl, type TestApp, type TestOrg } from './helpers.js';
 import type { FastifyInstance } from 'fastify';
 
 // Two instances of the API on one database: A takes writes, B serves (and caches) GET /teams.
@@ -15,7 +15,7 @@ beforeAll(async () => {
   a = await createTestApp();
   // B shares A's database; with Redis it has its own connections (real pub/sub), else A's bus.
   bState = process.env.REDIS_URL ? await redisState(process.env.REDIS_URL) : undefined;
-  const config = parseConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_CONTROL_PER_MINUTE: '1000000', DATABASE_URL: process.env.DATABASE_URL ?? '' });
+  const config = parseConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_CONTROL_PER_MINUTE: '1000000', DATABASE_URL: process.env.DATABASE_URL ? await testDatabaseUrl() : '' });
   b = await buildApp({ config, database: a.database, state: bState ?? a.state });
   await b.ready();
   org = await createOrg(a);

@@ -36,15 +36,18 @@ const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url))
 // Arbitrary constant: the advisory lock id that serializes migrations across instances.
 const MIGRATION_LOCK_ID = 724_011_337;
 
-/** Opens PostgreSQL when a URL is given, else PGlite in `dataDir` (or in memory when dataDir is null). */
-export async function openDatabase(opts: { url?: string; dataDir?: string | null; poolSize?: number }): Promise<Database> {
+/**
+ * Opens PostgreSQL when a URL is given, else PGlite in `dataDir` (or in memory when dataDir is null),
+ * starting from `template` (a `dumpDataDir` tarball) when given.
+ */
+export async function openDatabase(opts: { url?: string; dataDir?: string | null; poolSize?: number; template?: Blob }): Promise<Database> {
   if (opts.url) return openPostgres(opts.url, opts.poolSize ?? 10);
-  return openPglite(opts.dataDir ?? null);
+  return openPglite(opts.dataDir ?? null, opts.template);
 }
 
-async function openPglite(dataDir: string | null): Promise<Database> {
+async function openPglite(dataDir: string | null, template?: Blob): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const client = dataDir ? new PGlite(dataDir) : new PGlite();
+  const client = new PGlite({ ...(dataDir ? { dataDir } : {}), ...(template ? { loadDataDir: template } : {}) });
   await client.waitReady;
   const db = drizzlePglite(client, { schema }) as unknown as Db;
   return {

@@ -1,0 +1,17 @@
+import { PGlite } from '@electric-sql/pglite';
+import { openDatabase } from '/work/main/src/db/client.ts';
+let t = Date.now();
+const d = await openDatabase({ dataDir: null });
+console.log('open', Date.now() - t); t = Date.now();
+await d.migrate();
+console.log('migrate', Date.now() - t); t = Date.now();
+const client = (d.db as any).$client as PGlite;
+const blob = await client.dumpDataDir('none');
+console.log('dump', Date.now() - t, blob.size); t = Date.now();
+const p2 = new PGlite({ loadDataDir: blob });
+await p2.waitReady;
+console.log('load', Date.now() - t); t = Date.now();
+const p3 = new PGlite();
+await p3.waitReady;
+console.log('fresh', Date.now() - t);
+console.log((await p2.query('select count(*) from agents')).rows);
