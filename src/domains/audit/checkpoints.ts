@@ -52,31 +52,42 @@ export interface CheckpointReport {
   lastGood: CheckpointRef | null;
   /** Checkpoints newer than lastGood that failed, newest first (at most BAD_LISTED). */
   bad: Array<CheckpointRef & { reason: string }>;
+  /** Sound checkpoints newer than lastGood signed by another key (another instance, or a former key). */
+  otherKeys: number;
+  /** Entries no good checkpoint covers yet (head seq minus lastGood's seq). */
+  entriesAfterLastGood: number;
 }
 
 const BAD_LISTED = 10;
 
-/** Why a checkpoint is bad, or null when it is good (signature, key and chain position all hold). */
-function fault(c: Row, chainChecksumAtSeq: string | undefined, signer: AuditSigner): string | null {
+/**
+ * Why a checkpoint is bad; 'good' when it is signed by this server's key and matches the chain;
+ * 'other-key' when it is sound but signed by a key this server does not hold.
+ */
+function judge(c: Row, chainChecksumAtSeq: string | undefined, signer: AuditSigner): string {
   if (!signatureVerifies(c.publicKey, c.message, c.signature) || keyIdOf(c.publicKey) !== c.keyId) {
     return 'has a signature that does not verify with its key';
   }
   if (c.message !== checkpointMessage(c)) return 'has a signed text that differs from its columns';
-  // Deliberate: the server vouches only for its own key; a public key stored in the database could
-  // have been put there by the same writer (docs/decisions.md "Audit checkpoints").
-  if (c.keyId !== signer.keyId) return `is signed by key ${c.keyId}, not this server's key ${signer.keyId}`;
   if (chainChecksumAtSeq === undefined) return 'is beyond the end of the chain (entries removed)';
   if (chainChecksumAtSeq !== c.checksum) return 'no longer matches the chain (the entry at its seq has another checksum)';
-  return null;
+  // Deliberate: the server vouches only with its own key; a public key stored in the database may
+  // have been put there by the same writer (docs/decisions.md "Audit checkpoints").
+  return c.keyId === signer.keyId ? 'good' : 'other-key';
 }
 
 /**
  * Examines the organization's checkpoints newest first, in pages (keyset over seq, id), until one is
  * good: a good checkpoint vouches for every entry up to its seq, since the chain links them and the
- * signer only signs a head that continues its previous checkpoint (see createDueCheckpoints).
+ * signer only signs a head that continues its previous checkpoint (see createDueCheckpoints). Any
+ * checkpoint that fails its signature or no longer matches the chain is bad, whatever its key.
  */
-export async function examineCheckpoints(db: Executor, orgId: string, opts: { signer: AuditSigner; pageSize: number }): Promise<CheckpointReport> {
-  const report: CheckpointReport = { checked: 0, lastGood: null, bad: [] };
+export async function examineCheckpoints(
+  db: Executor,
+  orgId: string,
+  opts: { signer: AuditSigner; pageSize: number; headSeq: number },
+): Promise<CheckpointReport> {
+  const report: CheckpointReport = { checked: 0, lastGood: null, bad: [], otherKeys: 0, entriesAfterLastGood: opts.headSeq };
   let after: { seq: number; id: string } | null = null;
   for (;;) {
     const cond = [eq(auditCheckpoints.organizationId, orgId)];
@@ -96,12 +107,14 @@ export async function examineCheckpoints(db: Executor, orgId: string, opts: { si
     for (const c of page) {
       report.checked += 1;
       const ref = { seq: c.seq, signedAt: c.signedAt.toISOString(), keyId: c.keyId };
-      const reason = fault(c, checksumAt.get(c.seq), opts.signer);
-      if (reason === null) {
+      const verdict = judge(c, checksumAt.get(c.seq), opts.signer);
+      if (verdict === 'good') {
         report.lastGood = ref;
+        report.entriesAfterLastGood = Math.max(0, opts.headSeq - c.seq);
         return report;
       }
-      if (report.bad.length < BAD_LISTED) report.bad.push({ ...ref, reason });
+      if (verdict === 'other-key') report.otherKeys += 1;
+      else if (report.bad.length < BAD_LISTED) report.bad.push({ ...ref, reason: verdict });
     }
     if (page.length < opts.pageSize) return report;
     const last = page[page.length - 1];

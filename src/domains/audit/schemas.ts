@@ -52,6 +52,8 @@ export const verifySchema = z
       checked: z.number().int(),
       lastGood: checkpointRef.nullable(),
       bad: z.array(checkpointRef.extend({ reason: z.string() })),
+      otherKeys: z.number().int(),
+      entriesAfterLastGood: z.number().int(),
     }),
   })
   .meta({ id: 'AuditVerifyResult' });

@@ -176,7 +176,7 @@ export async function verifyChain(
   const [head] = await db.select().from(auditChainHeads).where(eq(auditChainHeads.organizationId, organizationId));
   const headSeq = head?.seq ?? 0;
   const walk = await walkChain(db, organizationId, { seq: 0, checksum: GENESIS }, { pageSize });
-  const checkpoints = await examineCheckpoints(db, organizationId, { signer: opts.signer, pageSize });
+  const checkpoints = await examineCheckpoints(db, organizationId, { signer: opts.signer, pageSize, headSeq });
   const result = (firstInvalid: VerifyResult['firstInvalid']): VerifyResult => ({
     valid: firstInvalid === null,
     entriesChecked: walk.checked,
