@@ -8,6 +8,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { createDueCheckpoints } from '../src/domains/audit/checkpoint-signing.js';
 import { GENESIS } from '../src/domains/audit/chain.js';
+import { verifyOffline } from '../src/domains/audit/offline.js';
 import { walkChain } from '../src/domains/audit/service.js';
 import { ephemeralSigner, KEY_FILE_NAME, loadAuditSigner } from '../src/domains/audit/signer.js';
 import { createKey, createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
@@ -190,6 +191,24 @@ describe('audit checkpoints', () => {
     const viewer = await createKey(org, { scopes: ['agent:read'] });
     const res = await app.inject({ method: 'GET', url: '/api/v1/audit-logs/checkpoints', headers: { 'x-api-key': viewer.key } });
     expect(res.statusCode).toBe(403);
+  });
+
+  it('an auditor checks a JSON export against the checkpoint listing offline; a later rewrite is caught', async () => {
+    const org = await createOrg(t);
+    await mutate(org, 3);
+    await sign(org, T0); // 5
+    await mutate(org, 1); // 6: after the checkpoint
+    const exported = async () => (await get(org, '/api/v1/audit-logs/export?format=json')).json().data;
+    const checkpoints = (await checkpointsOf(org)).data as never;
+    expect(verifyOffline({ checkpoints, entries: await exported(), trustedKeyIds: [signer.keyId] })).toEqual({
+      ok: true,
+      checkpointsVerified: 1,
+      entriesChecked: 6,
+      problems: [],
+    });
+    expect(verifyOffline({ checkpoints, trustedKeyIds: ['0'.repeat(64)] }).problems).toEqual([expect.stringMatching(/which you do not trust/)]);
+    await rewriteFrom(org, 3);
+    expect(verifyOffline({ checkpoints, entries: await exported() }).problems).toEqual(['checkpoint at seq 5: the log no longer matches it']);
   });
 
   it('verifies in pages: entries and checkpoints over more than one page', async () => {
