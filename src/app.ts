@@ -21,6 +21,8 @@ import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
 import { apiKeyRoutes } from './domains/api-keys/routes.js';
 import { auditRoutes } from './domains/audit/routes.js';
+import { ephemeralSigner, type AuditSigner } from './domains/audit/signer.js';
+import { VERIFY_PAGE_SIZE } from './domains/audit/service.js';
 import { agentRoutes } from './domains/agents/routes.js';
 import { traceRoutes } from './domains/traces/routes.js';
 import { loadPriceTable, Pricing } from './domains/traces/pricing.js';
@@ -34,6 +36,13 @@ export interface AppDeps {
   config: Config;
   database: Database;
   state: SharedState;
+  /** The audit checkpoint signer (main.ts loads it) and the verify batch size; see docs/decisions.md "Audit checkpoints". */
+  audit?: { signer?: AuditSigner; verifyPageSize?: number };
+}
+
+export interface AuditServices {
+  signer: AuditSigner;
+  verifyPageSize: number;
 }
 
 export interface AppServices {
@@ -46,6 +55,7 @@ export interface AppServices {
   pricing: Pricing;
   subscriptions: Subscriptions;
   cache: ResponseCache;
+  audit: AuditServices;
 }
 
 declare module 'fastify' {
@@ -85,7 +95,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const auth = new Authenticator(deps.database.db, config, deps.state, usage);
   const pricing = new Pricing(loadPriceTable(config.PRICE_TABLE_PATH));
   const cache = new ResponseCache(deps.state);
-  app.decorate('deps', { ...deps, db: deps.database.db, auth, usage, pricing, subscriptions: noSubscriptions, cache });
+  // Without a signer (tests, embedders) the app vouches with a key that dies with it: checkpoints
+  // it did not sign are then reported as signed by another key.
+  const audit: AuditServices = { signer: deps.audit?.signer ?? ephemeralSigner(), verifyPageSize: deps.audit?.verifyPageSize ?? VERIFY_PAGE_SIZE };
+  app.decorate('deps', { ...deps, db: deps.database.db, auth, usage, pricing, subscriptions: noSubscriptions, cache, audit });
   app.addHook('onClose', async () => usage.stop());
 
   app.addHook('onRequest', async (request, reply) => {

@@ -65,6 +65,12 @@ const schema = z.object({
   AUTH_CACHE_TTL_SECONDS: int(30, 0, 3600),
   /** How often buffered API key usage (lastUsedAt, usageCount) is written. */
   USAGE_FLUSH_INTERVAL_MS: int(5000, 100),
+  /** Ed25519 private key for audit checkpoints: PKCS#8 PEM, or a path to a file holding one (unset: generated into DATA_DIR). */
+  AUDIT_SIGNING_KEY: optionalString,
+  /** A checkpoint of an organization's chain head after this many new entries... */
+  AUDIT_CHECKPOINT_EVERY: int(1000),
+  /** ...or this long after the last one when the head moved at all. */
+  AUDIT_CHECKPOINT_INTERVAL_SECONDS: int(60),
   /** Sunset date announced on the deprecated /api/... alias. */
   API_ALIAS_SUNSET: z.string().default('2027-06-30'),
 });

@@ -1,4 +1,4 @@
-import { bigint, index, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, index, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { organizations } from './organizations.js';
 
 /**
@@ -53,3 +53,33 @@ export const auditChainHeads = pgTable('audit_chain_heads', {
   seq: bigint('seq', { mode: 'number' }).notNull().default(0),
   checksum: text('checksum').notNull(),
 });
+
+/**
+ * Signed checkpoints of an organization's chain head (docs/decisions.md "Audit checkpoints"):
+ * Ed25519 over `message`, the canonical text of (organizationId, seq, checksum, signedAt). The public
+ * key is kept on each row so an auditor can verify offline; the server trusts only the key it holds.
+ */
+export const auditCheckpoints = pgTable(
+  'audit_checkpoints',
+  {
+    organizationId: uuid('organization_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    id: uuid('id').notNull().defaultRandom(),
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    checksum: text('checksum').notNull(),
+    signedAt: timestamp('signed_at', { withTimezone: true }).notNull(),
+    keyId: text('key_id').notNull(),
+    publicKey: text('public_key').notNull(),
+    message: text('message').notNull(),
+    signature: text('signature').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.organizationId, t.id] }),
+    // One checkpoint per head position and key (a second signer run is a no-op); also the
+    // "latest checkpoint by this key" lookup of createDueCheckpoints.
+    uniqueIndex('audit_checkpoints_org_key_seq_uq').on(t.organizationId, t.keyId, t.seq),
+    // Newest-first listing and verification across keys.
+    index('audit_checkpoints_org_seq_idx').on(t.organizationId, t.seq),
+  ],
+);

@@ -6,7 +6,8 @@ import { principalOf } from '../../http/context.js';
 import { sendExport } from '../../http/export.js';
 import { idParams } from '../../http/validation.js';
 import { AUDIT_COLUMNS, auditBatches, getAudit, listAudit } from './queries.js';
-import { auditEntrySchema, exportAuditQuery, listAuditQuery, verifySchema } from './schemas.js';
+import { listCheckpoints } from './checkpoints.js';
+import { auditCheckpointSchema, auditEntrySchema, exportAuditQuery, listAuditQuery, listCheckpointsQuery, verifySchema } from './schemas.js';
 import { verifyChain } from './service.js';
 
 const tags = ['Audit log'];
@@ -14,7 +15,7 @@ const auth = { scope: 'admin' as const };
 
 export async function auditRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { db } = app.deps;
+  const { db, audit } = app.deps;
 
   r.get('/audit-logs', {
     config: { auth },
@@ -28,10 +29,23 @@ export async function auditRoutes(app: FastifyInstance) {
     config: { auth },
     schema: {
       tags,
-      summary: 'Verify the hash chain; names the first edited, removed or reordered entry',
+      summary: 'Verify the hash chain and the latest signed checkpoints; names the first edited, removed or reordered entry, or the first after the last good checkpoint',
       response: { 200: dataSchema(verifySchema), ...errorResponses },
     },
-  }, async (req) => one(await verifyChain(db, principalOf(req).organizationId)));
+  }, async (req) => one(await verifyChain(db, principalOf(req).organizationId, { signer: audit.signer, pageSize: audit.verifyPageSize })));
+
+  r.get('/audit-logs/checkpoints', {
+    config: { auth },
+    schema: {
+      tags,
+      summary: 'List signed checkpoints of the chain head, newest first, with the public key to verify them offline',
+      querystring: listCheckpointsQuery,
+      response: { 200: pageSchema(auditCheckpointSchema), ...errorResponses },
+    },
+  }, async (req) => {
+    const { rows, total } = await listCheckpoints(db, principalOf(req).organizationId, req.query);
+    return page(rows, total, req.query.limit, req.query.offset);
+  });
 
   r.get('/audit-logs/export', {
     config: { auth },

@@ -39,13 +39,38 @@ export const auditFilters = {
 export const listAuditQuery = z.object({ ...pagination, ...auditFilters });
 export const exportAuditQuery = z.object({ format: z.enum(['json', 'csv']).default('json'), ...auditFilters });
 
+const checkpointRef = z.object({ seq: z.number().int(), signedAt: z.string(), keyId: z.string() });
+
 export const verifySchema = z
   .object({
     valid: z.boolean(),
     entriesChecked: z.number().int(),
     headSeq: z.number().int(),
     firstInvalid: z.object({ id: z.uuid().nullable(), seq: z.number().int(), reason: z.string() }).nullable(),
+    // Extension (docs/decisions.md "Audit checkpoints"): the latest signed checkpoints, newest first.
+    checkpoints: z.object({
+      checked: z.number().int(),
+      lastGood: checkpointRef.nullable(),
+      bad: z.array(checkpointRef.extend({ reason: z.string() })),
+      otherKeys: z.number().int(),
+      entriesAfterLastGood: z.number().int(),
+    }),
   })
   .meta({ id: 'AuditVerifyResult' });
+
+export const auditCheckpointSchema = z
+  .object({
+    id: z.uuid(),
+    seq: z.number().int(),
+    checksum: z.string(),
+    signedAt: z.string(),
+    message: z.string().describe('The exact signed text (UTF-8)'),
+    signature: z.string().describe('Ed25519 signature of message, base64'),
+    keyId: z.string().describe('Hex SHA-256 of the public key in DER (SPKI)'),
+    publicKey: z.string().describe('The Ed25519 public key, SPKI PEM'),
+  })
+  .meta({ id: 'AuditCheckpoint' });
+
+export const listCheckpointsQuery = z.object({ ...pagination });
 
 export type AuditFilters = Partial<Record<keyof typeof auditFilters, string>>;

@@ -1,10 +1,12 @@
 /** Writing audit entries into the per-organization hash chain, and verifying the chain. */
 import { randomUUID } from 'node:crypto';
-import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, lte, sql } from 'drizzle-orm';
 import type { Executor, Tx } from '../../db/client.js';
 import { auditChainHeads, auditLogs } from '../../db/schema/index.js';
 import type { Principal } from '../../http/principal.js';
 import { canonicalText, chainChecksum, GENESIS, type ChainedFields } from './chain.js';
+import { examineCheckpoints, type CheckpointReport } from './checkpoints.js';
+import type { AuditSigner } from './signer.js';
 
 /** Who did it and from where: taken from the request. */
 export interface AuditContext {
@@ -100,38 +102,43 @@ const fieldsOfRow = (r: AuditRow): ChainedFields => ({
   timestamp: r.timestamp.toISOString(),
 });
 
-export interface VerifyResult {
-  valid: boolean;
-  entriesChecked: number;
-  headSeq: number;
-  firstInvalid: null | { id: string | null; seq: number; reason: string };
+/** Where a walk starts: after entry `seq` whose checksum is `checksum` (0 and GENESIS: the whole chain). */
+export interface ChainPoint {
+  seq: number;
+  checksum: string;
 }
 
-const VERIFY_BATCH = 1000;
+export type WalkResult =
+  | { ok: true; checked: number; last: ChainPoint }
+  | { ok: false; checked: number; id: string; seq: number; reason: string };
+
+/** Default batch of a chain walk; injectable (tests use a small one to cross pages). */
+export const VERIFY_PAGE_SIZE = 1000;
 
 /**
- * Walks the chain in seq order, in batches, and names the first entry that was edited,
- * removed (a gap or a broken link) or reordered.
+ * Walks the entries after `from` in seq order (up to `toSeq` when given), in batches of `pageSize`
+ * read by seq (keyset: flat memory for any length), and stops at the first entry that is missing,
+ * does not link, or does not match its hashed record.
  */
-export async function verifyChain(db: Executor, organizationId: string): Promise<VerifyResult> {
-  const [head] = await db.select().from(auditChainHeads).where(eq(auditChainHeads.organizationId, organizationId));
-  const headSeq = head?.seq ?? 0;
-  let prev = GENESIS;
-  let expectedSeq = 1;
+export async function walkChain(
+  db: Executor,
+  organizationId: string,
+  from: ChainPoint,
+  opts: { pageSize: number; toSeq?: number },
+): Promise<WalkResult> {
+  let prev = from.checksum;
+  let expectedSeq = from.seq + 1;
   let checked = 0;
-  const fail = (id: string | null, seq: number, reason: string): VerifyResult => ({
-    valid: false,
-    entriesChecked: checked,
-    headSeq,
-    firstInvalid: { id, seq, reason },
-  });
+  const fail = (id: string, seq: number, reason: string): WalkResult => ({ ok: false, checked, id, seq, reason });
   for (;;) {
+    const bounds = [eq(auditLogs.organizationId, organizationId), gt(auditLogs.seq, expectedSeq - 1)];
+    if (opts.toSeq !== undefined) bounds.push(lte(auditLogs.seq, opts.toSeq));
     const rows = await db
       .select()
       .from(auditLogs)
-      .where(and(eq(auditLogs.organizationId, organizationId), gt(auditLogs.seq, expectedSeq - 1)))
+      .where(and(...bounds))
       .orderBy(asc(auditLogs.seq))
-      .limit(VERIFY_BATCH);
+      .limit(opts.pageSize);
     for (const r of rows) {
       if (r.seq !== expectedSeq) return fail(r.id, r.seq, `entry ${expectedSeq} is missing before this one`);
       if (r.prevChecksum !== prev) return fail(r.id, r.seq, 'does not link to the previous entry (removed or reordered)');
@@ -141,9 +148,60 @@ export async function verifyChain(db: Executor, organizationId: string): Promise
       expectedSeq += 1;
       checked += 1;
     }
-    if (rows.length < VERIFY_BATCH) break;
+    if (rows.length < opts.pageSize) break;
   }
-  if (checked !== headSeq) return fail(null, expectedSeq, `the chain head names ${headSeq} entries but ${checked} were found (entries removed at the end)`);
-  if (head && head.checksum !== prev) return fail(null, headSeq, 'the last entry does not match the chain head (edited or removed)');
-  return { valid: true, entriesChecked: checked, headSeq, firstInvalid: null };
+  return { ok: true, checked, last: { seq: expectedSeq - 1, checksum: prev } };
+}
+
+export interface VerifyResult {
+  valid: boolean;
+  entriesChecked: number;
+  headSeq: number;
+  firstInvalid: null | { id: string | null; seq: number; reason: string };
+  checkpoints: CheckpointReport;
+}
+
+/**
+ * Walks the chain in seq order, in batches, and names the first entry that was edited,
+ * removed (a gap or a broken link) or reordered; then checks the latest signed checkpoints
+ * (newest first, until a good one): when one is bad, the chain was rewritten or a checkpoint
+ * forged, and the first entry after the last good checkpoint is named.
+ */
+export async function verifyChain(
+  db: Executor,
+  organizationId: string,
+  opts: { signer: AuditSigner; pageSize?: number },
+): Promise<VerifyResult> {
+  const pageSize = opts.pageSize ?? VERIFY_PAGE_SIZE;
+  const [head] = await db.select().from(auditChainHeads).where(eq(auditChainHeads.organizationId, organizationId));
+  const headSeq = head?.seq ?? 0;
+  const walk = await walkChain(db, organizationId, { seq: 0, checksum: GENESIS }, { pageSize });
+  const checkpoints = await examineCheckpoints(db, organizationId, { signer: opts.signer, pageSize, headSeq });
+  const result = (firstInvalid: VerifyResult['firstInvalid']): VerifyResult => ({
+    valid: firstInvalid === null,
+    entriesChecked: walk.checked,
+    headSeq,
+    firstInvalid,
+    checkpoints,
+  });
+  if (!walk.ok) return result({ id: walk.id, seq: walk.seq, reason: walk.reason });
+  const { last } = walk;
+  if (last.seq !== headSeq) return result({ id: null, seq: last.seq + 1, reason: `the chain head names ${headSeq} entries but ${last.seq} were found (entries removed at the end)` });
+  if (head && head.checksum !== last.checksum) return result({ id: null, seq: headSeq, reason: 'the last entry does not match the chain head (edited or removed)' });
+  if (checkpoints.bad.length > 0) {
+    // The chain is self-consistent but disagrees with a signature: rewritten (and recomputed) after
+    // the last good checkpoint, or a checkpoint was forged. Name what no good signature covers.
+    const goodSeq = checkpoints.lastGood?.seq ?? 0;
+    const [next] = await db
+      .select({ id: auditLogs.id, seq: auditLogs.seq })
+      .from(auditLogs)
+      .where(and(eq(auditLogs.organizationId, organizationId), eq(auditLogs.seq, goodSeq + 1)));
+    const newestBad = checkpoints.bad[0];
+    return result({
+      id: next?.id ?? null,
+      seq: goodSeq + 1,
+      reason: `first entry after the last good checkpoint (seq ${goodSeq}): the checkpoint at seq ${newestBad.seq} ${newestBad.reason}`,
+    });
+  }
+  return result(null);
 }
