@@ -79,6 +79,7 @@ export class JobRunner {
   private stopping = false;
   private passing: Promise<unknown> | undefined;
   private again = false;
+  private nextHousekeepingAt = 0;
   private closeListen: (() => Promise<void>) | undefined;
   private readonly onWake = () => this.wake();
 
@@ -175,6 +176,7 @@ export class JobRunner {
   /** One pass (bury dead leases, fire schedules, claim and run a batch), waiting for its handlers. Answers the jobs run. */
   async runOnce(): Promise<number> {
     await this.prepare();
+    this.nextHousekeepingAt = 0;
     const launched = await this.pass();
     await Promise.allSettled(launched);
     return launched.length;
@@ -241,11 +243,15 @@ export class JobRunner {
     if (this.stopping) return [];
     const now = this.now();
     const types = [...this.types.keys()];
-    for (const row of await buryExpiredLeases(this.db, types, now)) {
-      this.counters.of(row.type).dead += 1;
-      this.log.error({ jobId: row.id, type: row.type, organizationId: row.organization_id }, 'job dead: its lease expired on the last attempt');
+    // Housekeeping (dead leases, schedules) once per poll interval, not on every refill of the batch.
+    if (now.getTime() >= this.nextHousekeepingAt) {
+      this.nextHousekeepingAt = now.getTime() + this.pollIntervalMs;
+      for (const row of await buryExpiredLeases(this.db, types, now)) {
+        this.counters.of(row.type).dead += 1;
+        this.log.error({ jobId: row.id, type: row.type, organizationId: row.organization_id }, 'job dead: its lease expired on the last attempt');
+      }
+      if (this.schedules.size > 0) await fireDueSchedules(this.db, this.schedules, this.id, now);
     }
-    if (this.schedules.size > 0) await fireDueSchedules(this.db, this.schedules, this.id, now);
     const free = this.concurrency - this.inFlight.size;
     if (free <= 0 || this.types.size === 0) return [];
     // One lease for the batch: the longest of the claimed types, so no type is reclaimed early.
@@ -254,7 +260,8 @@ export class JobRunner {
     return rows.map((row) => {
       const p: Promise<void> = this.execute(row).finally(() => {
         this.inFlight.delete(p);
-        if (!this.stopping) this.wake();
+        // Refill when half the slots are free: claims stay batched instead of one query per finished job.
+        if (!this.stopping && this.inFlight.size <= this.concurrency / 2) this.wake();
       });
       this.inFlight.add(p);
       return p;
