@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { openDatabase, rowsOf, type Database, type Db } from '../src/db/client.js';
-import { enqueue, JobRunner, type JobLogger } from '../src/jobs/index.js';
+import { enqueue, JobRunner, listDeadJobs, type JobLogger } from '../src/jobs/index.js';
 import { claimDue } from '../src/jobs/store.js';
 import { createTestApp, type TestApp } from './helpers.js';
 
@@ -96,6 +96,9 @@ describe('retries', () => {
     const snapshot = await runner.metrics();
     expect(snapshot.runs[type]).toMatchObject({ started: 3, failed: 2, dead: 1, succeeded: 0 });
     expect(snapshot.queue).toContainEqual({ type, status: 'dead', count: 1 });
+    const dead = await listDeadJobs(db, { type });
+    expect(dead).toHaveLength(1);
+    expect(dead[0]).toMatchObject({ type, attempts: 3, lastError: 'Error: boom 3', organizationId: '00000000-0000-0000-0000-000000000000' });
   });
 
   it('deletes a job that succeeds and counts it', async () => {

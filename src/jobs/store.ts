@@ -81,3 +81,34 @@ export async function queueDepth(db: Db, now: Date) {
     from jobs group by type, status order by type, status`);
   return rowsOf<{ type: string; status: string; count: number; oldest_due: string | Date | null }>(result);
 }
+
+export interface DeadJob {
+  organizationId: string;
+  id: string;
+  type: string;
+  payload: unknown;
+  attempts: number;
+  lastError: string | null;
+  diedAt: Date;
+}
+
+/** Dead jobs, newest first (optionally of one organization or type): kept with their last error for an operator to see. */
+export async function listDeadJobs(db: Db, filter: { organizationId?: string; type?: string; limit?: number } = {}): Promise<DeadJob[]> {
+  const rows = rowsOf<{ organization_id: string; id: string; type: string; payload: unknown; attempts: number; last_error: string | null; updated_at: string | Date }>(
+    await db.execute(sql`
+      select organization_id, id, type, payload, attempts, last_error, updated_at from jobs
+      where status = 'dead'
+        ${filter.organizationId ? sql`and organization_id = ${filter.organizationId}::uuid` : sql``}
+        ${filter.type ? sql`and type = ${filter.type}` : sql``}
+      order by updated_at desc limit ${filter.limit ?? 100}`),
+  );
+  return rows.map((r) => ({
+    organizationId: r.organization_id,
+    id: r.id,
+    type: r.type,
+    payload: r.payload,
+    attempts: r.attempts,
+    lastError: r.last_error,
+    diedAt: new Date(r.updated_at),
+  }));
+}
