@@ -12,11 +12,11 @@
  */
 import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
 import { createOrganization } from '../src/domains/organizations/service.js';
 import { memoryState, redisState } from '../src/lib/shared-state.js';
+import { startProcess } from '../src/jobs/process.js';
 
 const HOST = '127.0.0.1';
 
@@ -27,14 +27,15 @@ async function startApp(): Promise<{ app: FastifyInstance; info: Record<string, 
   const database = await openDatabase({ url: config.DATABASE_URL, dataDir, poolSize: config.DATABASE_POOL_SIZE });
   await database.migrate();
   const state = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
-  const app = await buildApp({ config, database, state });
+  // The server's own wiring (role all): the usage flush runs as in production.
+  const proc = await startProcess({ config, database, state });
+  const app = proc.app;
   const { organization, key } = await createOrganization(database.db, { name: `Bench ${new Date().toISOString()}` });
-  app.deps.usage.start(config.USAGE_FLUSH_INTERVAL_MS);
   return {
     app,
     info: { key, organizationId: organization.id, database: database.describe, cache: state.kind },
     close: async () => {
-      await app.close();
+      await proc.close();
       await state.close();
       await database.close();
     },

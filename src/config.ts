@@ -71,6 +71,12 @@ const schema = z.object({
   AUDIT_CHECKPOINT_EVERY: int(1000),
   /** ...or this long after the last one when the head moved at all. */
   AUDIT_CHECKPOINT_INTERVAL_SECONDS: int(60),
+  /** What this process runs: the API, the jobs and schedules, or both (docs/decisions.md, "Process roles"). */
+  AGOV_ROLE: z.enum(['all', 'api', 'worker']).default('all'),
+  /** How often the job runner looks for due jobs when nothing woke it. */
+  JOBS_POLL_INTERVAL_MS: int(1000, 10, 60_000),
+  /** Job handlers running at once in one process. */
+  JOBS_CONCURRENCY: int(10, 1, 1000),
   /** Sunset date announced on the deprecated /api/... alias. */
   API_ALIAS_SUNSET: z.string().default('2027-06-30'),
 });
@@ -85,6 +91,12 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = result.data;
+  // PGlite is one process's database: the API and the worker can only be split over PostgreSQL.
+  if (c.AGOV_ROLE !== 'all' && !c.DATABASE_URL) {
+    throw new Error(
+      `Invalid configuration:\n  AGOV_ROLE: "${c.AGOV_ROLE}" needs DATABASE_URL (PostgreSQL); the embedded PGlite database serves one process, so leave AGOV_ROLE unset (all) to run the API and the jobs together`,
+    );
+  }
   const production = c.NODE_ENV === 'production';
   return {
     ...c,

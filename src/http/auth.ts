@@ -49,7 +49,6 @@ const NEGATIVE_TTL_MS = 5_000;
 /** Buffers lastUsedAt/usageCount per key and writes them in one statement per interval. */
 export class UsageRecorder {
   private pending = new Map<string, { n: number; at: Date }>();
-  private timer: NodeJS.Timeout | undefined;
 
   constructor(private db: Db, private log: { warn: (o: object, m: string) => void }) {}
 
@@ -60,11 +59,6 @@ export class UsageRecorder {
       p.n += 1;
       p.at = new Date();
     } else this.pending.set(keyId, { n: 1, at: new Date() });
-  }
-
-  start(intervalMs: number) {
-    this.timer = setInterval(() => void this.flush(), intervalMs);
-    this.timer.unref();
   }
 
   /** Writes the buffered counts; on failure they are put back for the next flush. */
@@ -89,8 +83,8 @@ export class UsageRecorder {
     }
   }
 
+  /** The last flush. The interval flush is a process-local task of the job runner (src/jobs/process.ts). */
   async stop() {
-    clearInterval(this.timer);
     await this.flush();
   }
 }

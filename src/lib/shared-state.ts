@@ -22,21 +22,24 @@ export interface SharedState {
   close(): Promise<void>;
 }
 
+const SWEEP_EVERY_MS = 60_000;
+
 /** In-process counters and pub/sub: correct for one instance. */
 export function memoryState(): SharedState {
   const counters = new Map<string, WindowCount>();
   const bus = new EventEmitter();
   bus.setMaxListeners(0);
-  // Drop finished windows now and then so the map does not grow without bound.
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const [k, v] of counters) if (v.resetAt <= now) counters.delete(k);
-  }, 60_000);
-  sweep.unref();
+  // Finished windows are dropped by the hits themselves, at most once a minute, so the map does not
+  // grow without bound and no timer is needed (docs/decisions.md, "Background jobs").
+  let nextSweepAt = Date.now() + SWEEP_EVERY_MS;
   return {
     kind: 'memory',
     async hit(key, windowMs) {
       const now = Date.now();
+      if (now >= nextSweepAt) {
+        nextSweepAt = now + SWEEP_EVERY_MS;
+        for (const [k, v] of counters) if (v.resetAt <= now) counters.delete(k);
+      }
       const start = now - (now % windowMs);
       const k = `${key}:${start}`;
       let c = counters.get(k);
@@ -52,7 +55,6 @@ export function memoryState(): SharedState {
     },
     ping: async () => true,
     async close() {
-      clearInterval(sweep);
       bus.removeAllListeners();
     },
   };

@@ -7,3 +7,4 @@ export * from './audit.js';
 export * from './outbox.js';
 export * from './agents.js';
 export * from './traces.js';
+export * from './jobs.js';
