@@ -1,5 +1,6 @@
 import { bigint, index, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { organizations } from './organizations.js';
+import { tenantColumns, tenantPrimaryKey } from './columns.js';
 
 /**
  * The audit log. Entries of an organization form a hash chain by `seq`:
@@ -9,10 +10,7 @@ import { organizations } from './organizations.js';
 export const auditLogs = pgTable(
   'audit_logs',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    organizationId: uuid('organization_id')
-      .notNull()
-      .references(() => organizations.id, { onDelete: 'cascade' }),
+    ...tenantColumns(),
     seq: bigint('seq', { mode: 'number' }).notNull(),
     userId: text('user_id').notNull(),
     userName: text('user_name'),
@@ -34,6 +32,7 @@ export const auditLogs = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
+    tenantPrimaryKey(t),
     // The chain order; also serves listing newest-first and keyset export.
     uniqueIndex('audit_logs_org_seq_uq').on(t.organizationId, t.seq),
     // Filters: by resource (history of one thing) and by action.

@@ -1,15 +1,12 @@
 import { sql } from 'drizzle-orm';
-import { boolean, index, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { organizations } from './organizations.js';
+import { boolean, index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { tenantColumns, tenantPrimaryKey } from './columns.js';
 
 /** Saved list filters, owned by one user (userId is the principal's id). */
 export const savedFilters = pgTable(
   'saved_filters',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    organizationId: uuid('organization_id')
-      .notNull()
-      .references(() => organizations.id, { onDelete: 'cascade' }),
+    ...tenantColumns(),
     userId: text('user_id').notNull(),
     name: text('name').notNull(),
     resourceType: text('resource_type').notNull(),
@@ -19,6 +16,7 @@ export const savedFilters = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
+    tenantPrimaryKey(t),
     // Listing a user's filters, optionally by resource type.
     index('saved_filters_owner_idx').on(t.organizationId, t.userId, t.resourceType),
     // At most one default per user and resource type (the service unsets the previous one).
