@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { bigint, doublePrecision, index, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { tenantColumns, tenantPrimaryKey, usd } from './columns.js';
+import { tenantColumns, tenantPrimaryKey, timestampColumns, usd } from './columns.js';
 
 /** Registered agents. Spend of the current UTC month accrues on the row (`spendMonth` names that month). */
 export const agents = pgTable(
@@ -38,8 +38,7 @@ export const agents = pgTable(
     errorRateEwma: doublePrecision('error_rate_ewma').notNull().default(0),
     tags: text('tags').array().notNull().default([]),
     metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull().default({}),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    ...timestampColumns(),
     createdBy: text('created_by'),
   },
   (t) => [

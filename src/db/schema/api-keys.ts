@@ -1,5 +1,5 @@
 import { bigint, boolean, foreignKey, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { tenantColumns, tenantPrimaryKey } from './columns.js';
+import { tenantColumns, tenantPrimaryKey, timestampColumns } from './columns.js';
 import { agents } from './agents.js';
 
 /** API keys: only the SHA-256 of the key is stored; the key itself is shown once. */
@@ -20,8 +20,7 @@ export const apiKeys = pgTable(
     usageCount: bigint('usage_count', { mode: 'number' }).notNull().default(0),
     isActive: boolean('is_active').notNull().default(true),
     ipAllowlist: text('ip_allowlist').array(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    ...timestampColumns(),
     createdBy: text('created_by').notNull(),
   },
   (t) => [

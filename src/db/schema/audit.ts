@@ -1,6 +1,6 @@
 import { bigint, index, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { organizations } from './organizations.js';
-import { tenantColumns, tenantPrimaryKey } from './columns.js';
+import { createdAtColumn, tenantColumns, tenantPrimaryKey } from './columns.js';
 
 /**
  * The audit log. Entries of an organization form a hash chain by `seq`:
@@ -29,7 +29,7 @@ export const auditLogs = pgTable(
     checksum: text('checksum').notNull(),
     canonical: text('canonical').notNull(),
     timestamp: timestamp('timestamp', { withTimezone: true }).notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAtColumn(),
   },
   (t) => [
     tenantPrimaryKey(t),

@@ -4,15 +4,10 @@
  * (docs/decisions.md, "Data model: keys by organization").
  */
 import { numeric, primaryKey, timestamp, uuid, type PgColumn } from 'drizzle-orm/pg-core';
-import { v7 as uuidv7 } from 'uuid';
+import { newId } from './ids.js';
 import { organizations } from './organizations.js';
 
-/**
- * A new id: a UUIDv7 (time-ordered, so new rows land at the right edge of the primary key index).
- * Ids are generated in the application, never by a column default: one way for every table and
- * both drivers (neither PGlite nor PostgreSQL 15 has uuidv7()). Raw SQL inserts pass ids from here.
- */
-export const newId = (): string => uuidv7();
+export { newId };
 
 /** `id`: a UUIDv7 made by the application on insert. */
 export const idColumn = () => uuid('id').notNull().$defaultFn(newId);

@@ -1,5 +1,5 @@
 import { boolean, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
-import { newId } from './columns.js';
+import { newId } from './ids.js';
 
 /** An organization (tenant). Security and organization settings live on the row: one read serves auth. */
 export const organizations = pgTable('organizations', {

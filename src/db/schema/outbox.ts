@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
-import { tenantColumns, tenantPrimaryKey } from './columns.js';
+import { createdAtColumn, tenantColumns, tenantPrimaryKey } from './columns.js';
 
 /**
  * Outbound events, written in the same transaction as the change that causes them.
@@ -20,7 +20,7 @@ export const outboxEvents = pgTable(
     availableAt: timestamp('available_at', { withTimezone: true }).notNull().defaultNow(),
     processedAt: timestamp('processed_at', { withTimezone: true }),
     lastError: text('last_error'),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAtColumn(),
   },
   (t) => [
     tenantPrimaryKey(t),

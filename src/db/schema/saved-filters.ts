@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { boolean, index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
-import { tenantColumns, tenantPrimaryKey } from './columns.js';
+import { boolean, index, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { tenantColumns, tenantPrimaryKey, timestampColumns } from './columns.js';
 
 /** Saved list filters, owned by one user (userId is the principal's id). */
 export const savedFilters = pgTable(
@@ -12,8 +12,7 @@ export const savedFilters = pgTable(
     resourceType: text('resource_type').notNull(),
     filterConfig: jsonb('filter_config').$type<Record<string, unknown>>().notNull().default({}),
     isDefault: boolean('is_default').notNull().default(false),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    ...timestampColumns(),
   },
   (t) => [
     tenantPrimaryKey(t),

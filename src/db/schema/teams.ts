@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { foreignKey, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { tenantColumns, tenantPrimaryKey } from './columns.js';
+import { tenantColumns, tenantPrimaryKey, timestampColumns } from './columns.js';
 import { users } from './users.js';
 
 /** Teams; deleting one stamps deletedAt (soft delete) so history that names it stays readable. */
@@ -10,8 +10,7 @@ export const teams = pgTable(
     ...tenantColumns(),
     name: text('name').notNull(),
     description: text('description'),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    ...timestampColumns(),
     deletedAt: timestamp('deleted_at', { withTimezone: true }),
   },
   (t) => [

@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { boolean, customType, foreignKey, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { agents } from './agents.js';
-import { tenantColumns, tenantPrimaryKey, usd } from './columns.js';
+import { tenantColumns, tenantPrimaryKey, timestampColumns, usd } from './columns.js';
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 
@@ -58,8 +58,7 @@ export const traces = pgTable(
           `to_tsvector('simple', left(coalesce(span_name, ''), ${SEARCH_TEXT_LIMITS.spanName}) || ' ' || left(coalesce(error_message, ''), ${SEARCH_TEXT_LIMITS.errorMessage}) || ' ' || coalesce(trace_search_text(input, ${SEARCH_TEXT_LIMITS.payload}), '') || ' ' || coalesce(trace_search_text(output, ${SEARCH_TEXT_LIMITS.payload}), ''))`,
         ),
     ),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    ...timestampColumns(),
   },
   (t) => [
     tenantPrimaryKey(t),

@@ -1,5 +1,5 @@
 import { pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
-import { tenantColumns, tenantPrimaryKey } from './columns.js';
+import { createdAtColumn, tenantColumns, tenantPrimaryKey } from './columns.js';
 
 /**
  * People known to an organization: created on first JWT sign-in (subject = the token's `sub`)
@@ -13,7 +13,7 @@ export const users = pgTable(
     email: text('email'),
     name: text('name'),
     role: text('role').notNull().default('viewer'),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAtColumn(),
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true }),
   },
   // Sign-in looks a user up by (organization, subject).
