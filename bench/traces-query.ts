@@ -33,9 +33,10 @@ try {
   const CHUNK = 100_000;
   for (let from = 0; from < N; from += CHUNK) {
     await client.query(
-      `insert into traces (organization_id, trace_id, agent_id, timestamp, duration_ms, status, model_name, prompt_tokens,
+      // Ids have no column default (docs/decisions.md): bench seed rows take random ones.
+      `insert into traces (id, organization_id, trace_id, agent_id, timestamp, duration_ms, status, model_name, prompt_tokens,
          completion_tokens, total_tokens, cost_usd, environment, span_type, span_name, session_id, error_message, input, output)
-       select $1, 'q-' || g, ($2::uuid[])[1 + (g % 11) % 10], now() - (g % 2592000) * interval '1 second', 50 + g % 950,
+       select gen_random_uuid(), $1, 'q-' || g, ($2::uuid[])[1 + (g % 11) % 10], now() - (g % 2592000) * interval '1 second', 50 + g % 950,
          (array['success','success','success','success','success','success','success','error','timeout','success'])[1 + g % 10],
          (array['gpt-4o-mini','gpt-4o','claude-3-5-haiku','gemini-2.0-flash'])[1 + g % 4], 200 + g % 800, 50 + g % 300, 250 + g % 1100, 0.001,
          'production', 'llm_call', 'answer ' || (array['refund','order','invoice','shipping','password','reset','billing','account','delivery','complaint','upgrade','cancel'])[1 + g % 12],

@@ -58,6 +58,8 @@ const schema = z.object({
   PRICE_TABLE_PATH: optionalString,
   /** GET /traces counts matches exactly up to this many (PostgreSQL's estimate); beyond, it answers the estimate. */
   TRACE_COUNT_EXACT_LIMIT: int(10_000, 0),
+  /** Traces older than this many days (by their timestamp) are deleted by the retention job; 0 keeps them forever. */
+  TRACE_RETENTION_DAYS: int(0, 0, 36_500),
   /** Largest accepted body of POST /traces/ingest (100 items with large inputs/outputs). */
   INGEST_BODY_LIMIT_BYTES: int(32 * 1024 * 1024, 1024),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -10,6 +10,7 @@ import { acquireDataDirLock } from './lib/data-dir-lock.js';
 import { roleRuns, startProcess } from './jobs/process.js';
 import { loadAuditSigner } from './domains/audit/signer.js';
 import { createDueCheckpoints } from './domains/audit/checkpoint-signing.js';
+import { deleteExpiredTraces, traceRetentionCutoff } from './domains/traces/retention.js';
 
 async function main() {
   const config = parseConfig();
@@ -35,6 +36,12 @@ async function main() {
       // signed within that time, one that moved at all within AUDIT_CHECKPOINT_INTERVAL_SECONDS.
       runner.schedule('audit-checkpoints', { everyMs: Math.min(everyMs, 10_000) }, async () => {
         await createDueCheckpoints({ db: database.db, signer, now: new Date(), everyEntries: config.AUDIT_CHECKPOINT_EVERY, everyMs });
+      });
+      // Trace retention (TRACE_RETENTION_DAYS; 0 keeps everything): hourly, in bounded batches; a run
+      // that hit its cap leaves the rest to the next hour rather than holding the worker.
+      runner.schedule('trace-retention', { everyMs: 3_600_000 }, async () => {
+        const before = traceRetentionCutoff(config.TRACE_RETENTION_DAYS, new Date());
+        if (before) await deleteExpiredTraces(database.db, { before });
       });
     },
   });

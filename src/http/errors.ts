@@ -65,6 +65,20 @@ export function sqlStateOf(err: unknown): string | undefined {
 }
 
 /**
+ * The constraint (and table) a database error names, following the same cause chain; never the
+ * query, its parameters or the detail text, which carry request data.
+ */
+export function constraintOf(err: unknown): { constraint?: string; table?: string } {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
+    const { constraint, table } = e as { constraint?: unknown; table?: unknown };
+    if (typeof constraint === 'string') return { constraint, ...(typeof table === 'string' ? { table } : {}) };
+    e = (e as { cause?: unknown }).cause;
+  }
+  return {};
+}
+
+/**
  * Fastify's `frameworkErrors` option: errors raised by the router before any route or hook runs.
  * A path that does not percent-decode (FST_ERR_BAD_URL) or has a segment longer than
  * `maxParamLength` (FST_ERR_MAX_PARAM_LENGTH) cannot name an existing resource: 404 NOT_FOUND, in the
@@ -123,6 +137,9 @@ export function registerErrorHandling(app: FastifyInstance) {
     }
     const state = sqlStateOf(err);
     if (state && PG_CONFLICT.has(state)) {
+      // A service should have answered its own 409: whatever reaches this net is a missed case
+      // (or a broken key) and is logged, without the error itself (its message holds parameters).
+      request.log.warn({ sqlState: state, ...constraintOf(err) }, 'unique violation reached the error handler');
       return reply.code(409).send({ error: { code: 'CONFLICT', message: 'Conflicts with an existing resource' } });
     }
     if (state && state.startsWith(PG_BAD_VALUE_CLASS)) {

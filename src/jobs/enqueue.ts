@@ -1,5 +1,5 @@
 /** Writes a job in the caller's transaction: it exists exactly when the change commits. */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../db/schema/columns.js';
 import { EventEmitter } from 'node:events';
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Executor } from '../db/client.js';
@@ -28,7 +28,7 @@ export interface EnqueueInput {
 
 /** Inserts a job on `executor` (the database or the caller's transaction); answers its id, or created=false on an idempotent repeat. */
 export async function enqueue(executor: Executor, input: EnqueueInput, now: Date = new Date()): Promise<{ id: string | null; created: boolean }> {
-  const id = randomUUID();
+  const id = newId();
   const org = input.organizationId ?? SYSTEM_ORGANIZATION_ID;
   const runAt = (input.runAt ?? now).toISOString();
   const maxAttempts = input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;

@@ -1,15 +1,12 @@
 import { sql } from 'drizzle-orm';
 import { bigint, doublePrecision, index, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { organizations } from './organizations.js';
+import { tenantColumns, tenantPrimaryKey, timestampColumns, usd } from './columns.js';
 
 /** Registered agents. Spend of the current UTC month accrues on the row (`spendMonth` names that month). */
 export const agents = pgTable(
   'agents',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    organizationId: uuid('organization_id')
-      .notNull()
-      .references(() => organizations.id, { onDelete: 'cascade' }),
+    ...tenantColumns(),
     agentId: text('agent_id').notNull(),
     name: text('name').notNull(),
     description: text('description'),
@@ -27,12 +24,12 @@ export const agents = pgTable(
     pausedAt: timestamp('paused_at', { withTimezone: true }),
     pausedBy: text('paused_by'),
     pauseReason: text('pause_reason'),
-    monthlyBudgetUsd: doublePrecision('monthly_budget_usd'),
+    monthlyBudgetUsd: usd('monthly_budget_usd'),
     budgetAction: text('budget_action').notNull().default('alert'),
     warningThresholdPct: doublePrecision('warning_threshold_pct').notNull().default(80),
     /** 'YYYY-MM' (UTC) that currentMonthCostUsd belongs to; a new month starts from zero. */
     spendMonth: text('spend_month').notNull().default(sql`to_char(now() at time zone 'utc', 'YYYY-MM')`),
-    currentMonthCostUsd: doublePrecision('current_month_cost_usd').notNull().default(0),
+    currentMonthCostUsd: usd('current_month_cost_usd').notNull().default(0),
     /** Month in which budget_warning / budget_exceeded were last emitted (once a month each). */
     budgetWarnedMonth: text('budget_warned_month'),
     budgetExceededMonth: text('budget_exceeded_month'),
@@ -41,11 +38,11 @@ export const agents = pgTable(
     errorRateEwma: doublePrecision('error_rate_ewma').notNull().default(0),
     tags: text('tags').array().notNull().default([]),
     metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull().default({}),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    ...timestampColumns(),
     createdBy: text('created_by'),
   },
   (t) => [
+    tenantPrimaryKey(t),
     // Registration conflict (409) and ingest's lookup by external agent id.
     uniqueIndex('agents_org_agent_id_uq').on(t.organizationId, t.agentId),
     // List filters by status/environment and the organization-wide kill switch.

@@ -1,17 +1,14 @@
-import { bigint, boolean, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { organizations } from './organizations.js';
+import { bigint, boolean, foreignKey, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { tenantColumns, tenantPrimaryKey, timestampColumns } from './columns.js';
 import { agents } from './agents.js';
 
 /** API keys: only the SHA-256 of the key is stored; the key itself is shown once. */
 export const apiKeys = pgTable(
   'api_keys',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    organizationId: uuid('organization_id')
-      .notNull()
-      .references(() => organizations.id, { onDelete: 'cascade' }),
+    ...tenantColumns(),
     /** Set for agent-scoped keys: the key may only act for this agent. */
-    agentId: uuid('agent_id').references(() => agents.id, { onDelete: 'cascade' }),
+    agentId: uuid('agent_id'),
     name: text('name').notNull(),
     description: text('description'),
     keyPrefix: text('key_prefix').notNull(),
@@ -23,12 +20,15 @@ export const apiKeys = pgTable(
     usageCount: bigint('usage_count', { mode: 'number' }).notNull().default(0),
     isActive: boolean('is_active').notNull().default(true),
     ipAllowlist: text('ip_allowlist').array(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    ...timestampColumns(),
     createdBy: text('created_by').notNull(),
   },
   (t) => [
-    // Authentication: every request looks its key up by hash.
+    tenantPrimaryKey(t),
+    // An agent-scoped key belongs to an agent of its own organization (no check when agent_id is null).
+    foreignKey({ name: 'api_keys_agent_fk', columns: [t.organizationId, t.agentId], foreignColumns: [agents.organizationId, agents.id] }).onDelete('cascade'),
+    // Authentication: every request looks its key up by hash. The one global read: see
+    // docs/decisions.md ("Data model: keys by organization") for where it goes under Citus.
     uniqueIndex('api_keys_hash_uq').on(t.keyHash),
     // Listing an organization's keys, newest first.
     index('api_keys_org_created_idx').on(t.organizationId, t.createdAt),

@@ -1,5 +1,6 @@
 import { bigint, index, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { organizations } from './organizations.js';
+import { createdAtColumn, tenantColumns, tenantPrimaryKey } from './columns.js';
 
 /**
  * The audit log. Entries of an organization form a hash chain by `seq`:
@@ -9,10 +10,7 @@ import { organizations } from './organizations.js';
 export const auditLogs = pgTable(
   'audit_logs',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    organizationId: uuid('organization_id')
-      .notNull()
-      .references(() => organizations.id, { onDelete: 'cascade' }),
+    ...tenantColumns(),
     seq: bigint('seq', { mode: 'number' }).notNull(),
     userId: text('user_id').notNull(),
     userName: text('user_name'),
@@ -31,9 +29,10 @@ export const auditLogs = pgTable(
     checksum: text('checksum').notNull(),
     canonical: text('canonical').notNull(),
     timestamp: timestamp('timestamp', { withTimezone: true }).notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAtColumn(),
   },
   (t) => [
+    tenantPrimaryKey(t),
     // The chain order; also serves listing newest-first and keyset export.
     uniqueIndex('audit_logs_org_seq_uq').on(t.organizationId, t.seq),
     // Filters: by resource (history of one thing) and by action.
@@ -62,10 +61,7 @@ export const auditChainHeads = pgTable('audit_chain_heads', {
 export const auditCheckpoints = pgTable(
   'audit_checkpoints',
   {
-    organizationId: uuid('organization_id')
-      .notNull()
-      .references(() => organizations.id, { onDelete: 'cascade' }),
-    id: uuid('id').notNull().defaultRandom(),
+    ...tenantColumns(),
     seq: bigint('seq', { mode: 'number' }).notNull(),
     checksum: text('checksum').notNull(),
     signedAt: timestamp('signed_at', { withTimezone: true }).notNull(),
@@ -75,7 +71,7 @@ export const auditCheckpoints = pgTable(
     signature: text('signature').notNull(),
   },
   (t) => [
-    primaryKey({ columns: [t.organizationId, t.id] }),
+    tenantPrimaryKey(t),
     // One checkpoint per head position and key (a second signer run is a no-op); also the
     // "latest checkpoint by this key" lookup of createDueCheckpoints.
     uniqueIndex('audit_checkpoints_org_key_seq_uq').on(t.organizationId, t.keyId, t.seq),

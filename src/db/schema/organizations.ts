@@ -1,8 +1,9 @@
 import { boolean, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { newId } from './ids.js';
 
 /** An organization (tenant). Security and organization settings live on the row: one read serves auth. */
 export const organizations = pgTable('organizations', {
-  id: uuid('id').primaryKey().defaultRandom(),
+  id: uuid('id').primaryKey().$defaultFn(newId),
   name: text('name').notNull(),
   plan: text('plan').notNull().default('free'),
   complianceFrameworks: text('compliance_frameworks').array().notNull().default([]),

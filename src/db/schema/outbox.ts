@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
-import { organizations } from './organizations.js';
+import { createdAtColumn, tenantColumns, tenantPrimaryKey } from './columns.js';
 
 /**
  * Outbound events, written in the same transaction as the change that causes them.
@@ -9,10 +9,7 @@ import { organizations } from './organizations.js';
 export const outboxEvents = pgTable(
   'outbox_events',
   {
-    id: uuid('id').primaryKey(),
-    organizationId: uuid('organization_id')
-      .notNull()
-      .references(() => organizations.id, { onDelete: 'cascade' }),
+    ...tenantColumns(),
     type: text('type').notNull(),
     agentId: uuid('agent_id'),
     data: jsonb('data').notNull(),
@@ -23,9 +20,10 @@ export const outboxEvents = pgTable(
     availableAt: timestamp('available_at', { withTimezone: true }).notNull().defaultNow(),
     processedAt: timestamp('processed_at', { withTimezone: true }),
     lastError: text('last_error'),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAtColumn(),
   },
   (t) => [
+    tenantPrimaryKey(t),
     // Workers claim due pending events with FOR UPDATE SKIP LOCKED in this order.
     index('outbox_pending_idx').on(t.availableAt).where(sql`${t.status} = 'pending'`),
     index('outbox_org_created_idx').on(t.organizationId, t.createdAt),

@@ -1,23 +1,20 @@
 import { sql } from 'drizzle-orm';
-import { index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { organizations } from './organizations.js';
+import { foreignKey, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { tenantColumns, tenantPrimaryKey, timestampColumns } from './columns.js';
 import { users } from './users.js';
 
 /** Teams; deleting one stamps deletedAt (soft delete) so history that names it stays readable. */
 export const teams = pgTable(
   'teams',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    organizationId: uuid('organization_id')
-      .notNull()
-      .references(() => organizations.id, { onDelete: 'cascade' }),
+    ...tenantColumns(),
     name: text('name').notNull(),
     description: text('description'),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    ...timestampColumns(),
     deletedAt: timestamp('deleted_at', { withTimezone: true }),
   },
   (t) => [
+    tenantPrimaryKey(t),
     // One live team per name in an organization; a deleted team frees its name.
     uniqueIndex('teams_org_name_live_uq').on(t.organizationId, t.name).where(sql`${t.deletedAt} is null`),
     // GET /teams lists live teams of an organization ordered by name.
@@ -25,19 +22,22 @@ export const teams = pgTable(
   ],
 );
 
+/** Memberships; team and user are of the membership's organization (the foreign keys include it). */
 export const teamMembers = pgTable(
   'team_members',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    teamId: uuid('team_id')
-      .notNull()
-      .references(() => teams.id, { onDelete: 'cascade' }),
-    userId: uuid('user_id')
-      .notNull()
-      .references(() => users.id, { onDelete: 'cascade' }),
+    // The organization's own foreign key is implied by the team's (organization_id, id).
+    ...tenantColumns({ references: false }),
+    teamId: uuid('team_id').notNull(),
+    userId: uuid('user_id').notNull(),
     role: text('role').notNull().default('member'),
     addedAt: timestamp('added_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  // A user is in a team once; also serves member listing by team.
-  (t) => [uniqueIndex('team_members_team_user_uq').on(t.teamId, t.userId)],
+  (t) => [
+    tenantPrimaryKey(t),
+    foreignKey({ name: 'team_members_team_fk', columns: [t.organizationId, t.teamId], foreignColumns: [teams.organizationId, teams.id] }).onDelete('cascade'),
+    foreignKey({ name: 'team_members_user_fk', columns: [t.organizationId, t.userId], foreignColumns: [users.organizationId, users.id] }).onDelete('cascade'),
+    // A user is in a team once; also serves member listing by team.
+    uniqueIndex('team_members_team_user_uq').on(t.organizationId, t.teamId, t.userId),
+  ],
 );

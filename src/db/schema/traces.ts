@@ -1,22 +1,27 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { boolean, customType, doublePrecision, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { boolean, customType, foreignKey, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { agents } from './agents.js';
+import { tenantColumns, tenantPrimaryKey, timestampColumns, usd } from './columns.js';
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
+
+/**
+ * Characters of each field fed to the search vector: the span name and error message as sent
+ * (validation caps them at 255 and 10,000), and the first 50,000 characters of the string values
+ * of input and of output. Words past these bounds are not searchable.
+ */
+export const SEARCH_TEXT_LIMITS = { spanName: 1_000, errorMessage: 10_000, payload: 50_000 } as const;
 
 /** Execution traces (spans). Upserted by (organization, traceId). */
 export const traces = pgTable(
   'traces',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
     // No foreign key to organizations: a per-row check costs ingest ~17 % (measured), and the agent
-    // foreign key already ties every trace to an agent of this organization (ingest checks it),
-    // through which deleting an organization still cascades.
-    organizationId: uuid('organization_id').notNull(),
+    // foreign key (organization_id, agent_id) already ties every trace to an agent of this
+    // organization, through which deleting an organization still cascades.
+    ...tenantColumns({ references: false }),
     traceId: text('trace_id').notNull(),
-    agentId: uuid('agent_id')
-      .notNull()
-      .references(() => agents.id, { onDelete: 'cascade' }),
+    agentId: uuid('agent_id').notNull(),
     parentTraceId: text('parent_trace_id'),
     timestamp: timestamp('timestamp', { withTimezone: true }).notNull(),
     durationMs: integer('duration_ms'),
@@ -29,7 +34,7 @@ export const traces = pgTable(
     promptTokens: integer('prompt_tokens'),
     completionTokens: integer('completion_tokens'),
     totalTokens: integer('total_tokens'),
-    costUsd: doublePrecision('cost_usd'),
+    costUsd: usd('cost_usd'),
     /** True when costUsd was estimated from the price table rather than sent. */
     costEstimated: boolean('cost_estimated').notNull().default(false),
     environment: text('environment').notNull(),
@@ -44,14 +49,20 @@ export const traces = pgTable(
     flagReason: text('flag_reason'),
     flaggedAt: timestamp('flagged_at', { withTimezone: true }),
     flaggedBy: text('flagged_by'),
-    // Full-text search over span name, error message and the string values of input/output.
+    // Full-text search over span name, error message and the string values of input/output, each
+    // cut to a bound (SEARCH_TEXT_LIMITS) so a 2 MiB item costs ingest no more than a bounded parse.
+    // trace_search_text() is an IMMUTABLE SQL function created by migration 0002 (docs/decisions.md).
     searchVector: tsvector('search_vector').generatedAlwaysAs(
-      (): SQL => sql`to_tsvector('simple', coalesce(span_name, '') || ' ' || coalesce(error_message, '')) || jsonb_to_tsvector('simple', coalesce(input, '{}'::jsonb), '["string"]') || jsonb_to_tsvector('simple', coalesce(output, '{}'::jsonb), '["string"]')`,
+      (): SQL =>
+        sql.raw(
+          `to_tsvector('simple', left(coalesce(span_name, ''), ${SEARCH_TEXT_LIMITS.spanName}) || ' ' || left(coalesce(error_message, ''), ${SEARCH_TEXT_LIMITS.errorMessage}) || ' ' || coalesce(trace_search_text(input, ${SEARCH_TEXT_LIMITS.payload}), '') || ' ' || coalesce(trace_search_text(output, ${SEARCH_TEXT_LIMITS.payload}), ''))`,
+        ),
     ),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    ...timestampColumns(),
   },
   (t) => [
+    tenantPrimaryKey(t),
+    foreignKey({ name: 'traces_agent_fk', columns: [t.organizationId, t.agentId], foreignColumns: [agents.organizationId, agents.id] }).onDelete('cascade'),
     // The ingest upsert key.
     uniqueIndex('traces_org_trace_id_uq').on(t.organizationId, t.traceId),
     // DESC NULLS FIRST is what `ORDER BY x DESC` means: any other null order and the planner cannot

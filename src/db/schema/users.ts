@@ -1,5 +1,5 @@
-import { pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { organizations } from './organizations.js';
+import { pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { createdAtColumn, tenantColumns, tenantPrimaryKey } from './columns.js';
 
 /**
  * People known to an organization: created on first JWT sign-in (subject = the token's `sub`)
@@ -8,17 +8,14 @@ import { organizations } from './organizations.js';
 export const users = pgTable(
   'users',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    organizationId: uuid('organization_id')
-      .notNull()
-      .references(() => organizations.id, { onDelete: 'cascade' }),
+    ...tenantColumns(),
     subject: text('subject').notNull(),
     email: text('email'),
     name: text('name'),
     role: text('role').notNull().default('viewer'),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAtColumn(),
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true }),
   },
   // Sign-in looks a user up by (organization, subject).
-  (t) => [uniqueIndex('users_org_subject_uq').on(t.organizationId, t.subject)],
+  (t) => [tenantPrimaryKey(t), uniqueIndex('users_org_subject_uq').on(t.organizationId, t.subject)],
 );

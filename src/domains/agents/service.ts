@@ -266,7 +266,8 @@ export function budgetView(r: Row, now = new Date()) {
     agentId: r.id,
     agentName: r.name,
     monthlyBudgetUsd: budget,
-    currentMonthSpend: round(spend),
+    // Spend is exact (numeric); only derived ratios are rounded.
+    currentMonthSpend: spend,
     percentUsed: budget ? round((spend / budget) * 100) : 0,
     budgetAction: r.budgetAction as 'alert',
     projectedMonthSpend: round(projected),
@@ -322,7 +323,8 @@ export async function agentStats(db: Db, principal: Principal, id: string) {
       successRate: total ? round(success / total) : 0,
       avgDurationMs: round(Number(r[`${k}_avg`])),
       p95DurationMs: round(Number(r[`${k}_p95`])),
-      totalCostUsd: round(Number(r[`${k}_cost`])),
+      // An exact numeric sum: not rounded.
+      totalCostUsd: Number(r[`${k}_cost`]),
     };
   }
   return out as Record<keyof typeof periods, { total: number; success: number; error: number; successRate: number; avgDurationMs: number; p95DurationMs: number; totalCostUsd: number }>;

@@ -1,8 +1,8 @@
 /** Writing audit entries into the per-organization hash chain, and verifying the chain. */
-import { randomUUID } from 'node:crypto';
 import { and, asc, eq, gt, lte, sql } from 'drizzle-orm';
 import type { Executor, Tx } from '../../db/client.js';
 import { auditChainHeads, auditLogs } from '../../db/schema/index.js';
+import { newId } from '../../db/schema/columns.js';
 import type { Principal } from '../../http/principal.js';
 import { canonicalText, chainChecksum, GENESIS, type ChainedFields } from './chain.js';
 import { examineCheckpoints, type CheckpointReport } from './checkpoints.js';
@@ -48,7 +48,7 @@ export async function writeAudit(tx: Tx, ctx: AuditContext, input: AuditInput) {
     .returning({ seq: auditChainHeads.seq, prev: auditChainHeads.checksum });
   if (!head) throw new Error(`no audit chain head for organization ${orgId}`);
   const fields: ChainedFields = {
-    id: randomUUID(),
+    id: newId(),
     organizationId: orgId,
     seq: head.seq,
     userId: ctx.principal.userId,

@@ -1,5 +1,6 @@
 /** The event outbox: events are rows written in the caller's transaction, delivered later by workers. */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { newId } from '../../db/schema/columns.js';
 import type { Executor } from '../../db/client.js';
 import { outboxEvents } from '../../db/schema/index.js';
 
@@ -35,7 +36,7 @@ export async function emit(
   agentId: string | null,
   data: Record<string, unknown>,
 ) {
-  const id = randomUUID();
+  const id = newId();
   const createdAt = new Date().toISOString();
   const body = JSON.stringify({ id, type, createdAt, organizationId, agentId, data });
   const idempotencyKey = createHash('sha256').update(organizationId).update('\n').update(type).update('\n').update(body).digest('hex');

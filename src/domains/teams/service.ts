@@ -37,11 +37,15 @@ const liveTeam = (orgId: string, id: string) => and(eq(teams.organizationId, org
 
 // Drizzle renders columns unqualified in a single-table select, where "id" inside the correlated
 // subquery would bind to team_members.id: both sides are therefore spelled out with their table.
-const TEAM_ID = sql`${teams}.${sql.identifier(teams.id.name)}`;
-const MEMBER_TEAM_ID = sql`${teamMembers}.${sql.identifier(teamMembers.teamId.name)}`;
+const qualified = (table: SQL | typeof teams | typeof teamMembers, name: string) => sql`${table}.${sql.identifier(name)}`;
+const TEAM_ID = qualified(teams, teams.id.name);
+const TEAM_ORG_ID = qualified(teams, teams.organizationId.name);
+const MEMBER_TEAM_ID = qualified(teamMembers, teamMembers.teamId.name);
+const MEMBER_ORG_ID = qualified(teamMembers, teamMembers.organizationId.name);
 
-/** Number of members of the team whose id is `teamId` (served by the unique (team_id, user_id) index). */
-const memberCountOf = (teamId: SQL) => sql<number>`(select count(*)::int from ${teamMembers} where ${MEMBER_TEAM_ID} = ${teamId})`;
+/** Number of members of the team (served by the unique (organization_id, team_id, user_id) index). */
+const memberCountOf = (orgId: SQL, teamId: SQL) =>
+  sql<number>`(select count(*)::int from ${teamMembers} where ${MEMBER_ORG_ID} = ${orgId} and ${MEMBER_TEAM_ID} = ${teamId})`;
 
 /** The columns of a team as read, with its member count. */
 const teamColumns = {
@@ -51,7 +55,7 @@ const teamColumns = {
   description: teams.description,
   createdAt: teams.createdAt,
   updatedAt: teams.updatedAt,
-  memberCount: memberCountOf(TEAM_ID),
+  memberCount: memberCountOf(TEAM_ORG_ID, TEAM_ID),
 };
 
 const memberColumns = {
@@ -104,12 +108,12 @@ async function loadTeam(db: Executor, orgId: string, id: string, lock?: 'update'
 }
 
 /** A team's members with their user's email and name, oldest membership first. */
-const membersOf = (db: Executor, teamId: string) =>
+const membersOf = (db: Executor, orgId: string, teamId: string) =>
   db
     .select(memberColumns)
     .from(teamMembers)
-    .innerJoin(users, eq(users.id, teamMembers.userId))
-    .where(eq(teamMembers.teamId, teamId))
+    .innerJoin(users, and(eq(users.organizationId, teamMembers.organizationId), eq(users.id, teamMembers.userId)))
+    .where(and(eq(teamMembers.organizationId, orgId), eq(teamMembers.teamId, teamId)))
     .orderBy(asc(teamMembers.addedAt), asc(teamMembers.userId));
 
 /**
@@ -118,7 +122,7 @@ const membersOf = (db: Executor, teamId: string) =>
  */
 export async function getTeam(db: Db, orgId: string, id: string) {
   const team = await loadTeam(db, orgId, id);
-  const members = await membersOf(db, id);
+  const members = await membersOf(db, orgId, id);
   return { ...teamView(team, members.length), members: members.map(memberView) };
 }
 
@@ -186,7 +190,7 @@ export async function deleteTeam(db: Db, ctx: AuditContext, id: string) {
 /** One page of a team's members, oldest membership first; 404 when the team is unknown. */
 export async function listMembers(db: Db, orgId: string, teamId: string, q: { limit: number; offset: number }) {
   const team = await loadTeam(db, orgId, teamId);
-  const rows = await membersOf(db, teamId).limit(q.limit).offset(q.offset);
+  const rows = await membersOf(db, orgId, teamId).limit(q.limit).offset(q.offset);
   return { rows: rows.map(memberView), total: Number(team.memberCount) };
 }
 
@@ -198,10 +202,10 @@ export async function addMember(db: Db, ctx: AuditContext, teamId: string, input
     await loadTeam(tx, orgId, teamId, 'share');
     const user = await findUser(tx, orgId, input.userId);
     if (!user) throw notFound('User');
-    // The unique (team_id, user_id) index decides "already a member", race-free.
+    // The unique (organization_id, team_id, user_id) index decides "already a member", race-free.
     const [row] = await tx
       .insert(teamMembers)
-      .values({ teamId, userId: user.id, role: input.role })
+      .values({ organizationId: orgId, teamId, userId: user.id, role: input.role })
       .onConflictDoNothing()
       .returning();
     if (!row) throw conflict('The user is already a member of this team');
@@ -221,7 +225,7 @@ export async function removeMember(db: Db, ctx: AuditContext, teamId: string, us
     await loadTeam(tx, orgId, teamId, 'share');
     const [row] = await tx
       .delete(teamMembers)
-      .where(and(eq(teamMembers.teamId, teamId), eq(teamMembers.userId, userId)))
+      .where(and(eq(teamMembers.organizationId, orgId), eq(teamMembers.teamId, teamId), eq(teamMembers.userId, userId)))
       .returning();
     if (!row) throw notFound('Team member');
     await writeAudit(tx, ctx, {

@@ -8,6 +8,7 @@ import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import type { Db, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import { agents } from '../../db/schema/index.js';
+import { newId, USD_SCALE } from '../../db/schema/columns.js';
 import type { Principal } from '../../http/principal.js';
 import { sqlStateOf } from '../../http/errors.js';
 import type { AuditContext } from '../audit/service.js';
@@ -35,6 +36,7 @@ interface ItemError {
 
 /** A row as written: every column of the upsert. */
 interface TraceRow {
+  id: string;
   trace_id: string;
   agent_id: string;
   parent_trace_id: string | null;
@@ -61,14 +63,15 @@ interface TraceRow {
   span_name: string | null;
 }
 
-const COLUMNS = `trace_id text, agent_id uuid, parent_trace_id text, "timestamp" timestamptz, duration_ms int, status text,
+const COLUMNS = `id uuid, trace_id text, agent_id uuid, parent_trace_id text, "timestamp" timestamptz, duration_ms int, status text,
   input jsonb, output jsonb, error_message text, error_type text, model_name text, prompt_tokens int, completion_tokens int,
-  total_tokens int, cost_usd float8, cost_estimated bool, environment text, version text, tags text[], metadata jsonb,
+  total_tokens int, cost_usd numeric, cost_estimated bool, environment text, version text, tags text[], metadata jsonb,
   user_id text, session_id text, span_type text, span_name text`;
 const NAMES = COLUMNS.split(',').map((c) => c.trim().split(/\s+/)[0]);
 // Nullable columns keep their stored value when a concurrent first insert raced this one.
 const NOT_NULL = new Set(['trace_id', 'agent_id', '"timestamp"', 'status', 'environment', 'span_type', 'cost_estimated']);
-const UPDATE_SET = NAMES.filter((n) => n !== 'trace_id')
+// A stored row keeps its id and traceId.
+const UPDATE_SET = NAMES.filter((n) => n !== 'trace_id' && n !== 'id')
   .map((n) => (NOT_NULL.has(n) ? `${n} = excluded.${n}` : `${n} = coalesce(excluded.${n}, traces.${n})`))
   .join(', ');
 
@@ -172,6 +175,7 @@ export async function ingestTraces(deps: IngestDeps, principal: Principal, items
 function merge(prev: TraceRow | undefined, item: IngestItem, agent: AgentRow, pricing: Pricing): TraceRow {
   const pick = <T>(v: T | undefined, old: T | null | undefined): T | null => (v !== undefined ? v : (old ?? null));
   const row: TraceRow = {
+    id: prev?.id ?? newId(),
     trace_id: item.traceId,
     agent_id: agent.id,
     parent_trace_id: pick(item.parentTraceId, prev?.parent_trace_id),
@@ -260,6 +264,14 @@ function agentUpdate(orgId: string, month: string, from: SQL) {
     returning a.id, a.current_month_cost_usd, a.monthly_budget_usd, a.warning_threshold_pct, a.budget_warned_month, a.budget_exceeded_month`;
 }
 
+/** The spend columns as numbers (numeric arrives as a string from pg, as a number through json_agg). */
+const spendOf = (a: AgentSpend): AgentSpend => ({
+  ...a,
+  current_month_cost_usd: Number(a.current_month_cost_usd),
+  monthly_budget_usd: a.monthly_budget_usd === null ? null : Number(a.monthly_budget_usd),
+  warning_threshold_pct: Number(a.warning_threshold_pct),
+});
+
 /** True when an agent's new spend crosses a threshold whose event was not sent this month. */
 function crossesBudget(a: AgentSpend, month: string) {
   if (a.monthly_budget_usd === null) return false;
@@ -316,7 +328,7 @@ async function writeBatchOnce(deps: IngestDeps, principal: Principal, ready: Rea
           returning trace_id, agent_id, cost_usd
         ),
         d as (
-          select v.id, coalesce(sum(ins.cost_usd), 0)::float8 as delta, v.decay, v.err_rate, v.n
+          select v.id, coalesce(sum(ins.cost_usd), 0)::numeric as delta, v.decay, v.err_rate, v.n
           from (values ${sql.join(observations, sql`, `)}) as v(id, decay, err_rate, n)
           left join ins on ins.agent_id = v.id
           group by v.id, v.decay, v.err_rate, v.n
@@ -332,11 +344,13 @@ async function writeBatchOnce(deps: IngestDeps, principal: Principal, ready: Rea
     const existingIds = fresh.filter((r) => !inserted.has(r.trace_id)).map((r) => r.trace_id);
     if (existingIds.length > 0) {
       // Lock the stored rows (traceId order: no deadlock between batches), merge, upsert.
+      // numeric arrives as a string (pg) or a number: a number here, exact for every value written
+      // (each came from a JSON number, rounded to the column's scale), back to exact text below.
       const stored = new Map(
         rowsOf<TraceRow>(
           await tx.execute(sql`select ${INSERT_COLS} from traces
             where organization_id = ${orgId} and trace_id in ${existingIds} order by trace_id for update`),
-        ).map((r) => [r.trace_id, { ...r, timestamp: new Date(r.timestamp).toISOString() }]),
+        ).map((r) => [r.trace_id, { ...r, timestamp: new Date(r.timestamp).toISOString(), cost_usd: r.cost_usd === null ? null : Number(r.cost_usd) }]),
       );
       const again = new Set(existingIds);
       const updates = mergeBatch(ready.filter((r) => again.has(r.item.traceId)), stored, deps.pricing);
@@ -345,21 +359,24 @@ async function writeBatchOnce(deps: IngestDeps, principal: Principal, ready: Rea
         on conflict (organization_id, trace_id) do update set ${sql.raw(UPDATE_SET)}, updated_at = now()`);
       // Spend moves by the difference between the stored cost and the final cost (a trace re-sent
       // for another agent debits the old one). Health was observed above already (n = 0 here).
-      const delta = new Map<string, number>();
+      // The terms are summed in SQL as numeric, so the difference is exact.
+      const terms = new Map<string, SQL[]>();
+      const add = (agentId: string, term: SQL) => terms.set(agentId, [...(terms.get(agentId) ?? []), term]);
       for (const row of updates) {
-        delta.set(row.agent_id, (delta.get(row.agent_id) ?? 0) + (row.cost_usd ?? 0));
+        // Rounded as the column rounds it (an estimate has more decimals than it is stored with).
+        add(row.agent_id, sql`round(${String(row.cost_usd ?? 0)}::numeric, ${USD_SCALE})`);
         const old = stored.get(row.trace_id);
-        if (old?.cost_usd) delta.set(old.agent_id, (delta.get(old.agent_id) ?? 0) - old.cost_usd);
+        if (old?.cost_usd) add(old.agent_id, sql`-${String(old.cost_usd)}::numeric`);
       }
-      const values = [...delta.entries()]
+      const values = [...terms.entries()]
         .sort(([a], [b]) => (a < b ? -1 : 1))
-        .map(([id, dl]) => sql`(${id}::uuid, ${dl}::float8, 1::float8, 0::float8, 0::int)`);
+        .map(([id, t]) => sql`(${id}::uuid, (${sql.join(t, sql` + `)}), 1::float8, 0::float8, 0::int)`);
       const more = rowsOf<AgentSpend>(await tx.execute(agentUpdate(orgId, month, sql`(values ${sql.join(values, sql`, `)}) as d(id, delta, decay, err_rate, n)`)));
-      spends = [...spends.filter((s) => !delta.has(s.id)), ...more];
+      spends = [...spends.filter((s) => !terms.has(s.id)), ...more];
       written = [...written, ...updates];
     }
 
-    const crossing = spends.filter((a) => crossesBudget(a, month)).map((a) => a.id);
+    const crossing = spends.map(spendOf).filter((a) => crossesBudget(a, month)).map((a) => a.id);
     if (crossing.length) await raiseBudgetEvents(tx, principal, crossing, month);
 
     if (wantCompleted || wantError) {
@@ -393,7 +410,7 @@ async function raiseBudgetEvents(tx: Tx, principal: Principal, agentIds: string[
       const [claimed] = await tx
         .update(agents)
         .set({ budgetWarnedMonth: month })
-        .where(and(eq(agents.id, a.id), sql`${agents.budgetWarnedMonth} is distinct from ${month}`))
+        .where(and(eq(agents.organizationId, orgId), eq(agents.id, a.id), sql`${agents.budgetWarnedMonth} is distinct from ${month}`))
         .returning({ id: agents.id });
       if (claimed) await emit(tx, orgId, 'budget_warning', a.id, { ...data, warningThresholdPct: a.warningThresholdPct });
     }
@@ -401,7 +418,7 @@ async function raiseBudgetEvents(tx: Tx, principal: Principal, agentIds: string[
       const [claimed] = await tx
         .update(agents)
         .set({ budgetExceededMonth: month })
-        .where(and(eq(agents.id, a.id), sql`${agents.budgetExceededMonth} is distinct from ${month}`))
+        .where(and(eq(agents.organizationId, orgId), eq(agents.id, a.id), sql`${agents.budgetExceededMonth} is distinct from ${month}`))
         .returning({ id: agents.id });
       if (claimed) {
         await emit(tx, orgId, 'budget_exceeded', a.id, { ...data, budgetAction: a.budgetAction });

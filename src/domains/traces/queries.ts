@@ -180,7 +180,7 @@ export async function treeOf(db: Db, p: Principal, id: string) {
   const root = await getTraceRow(db, p, id);
   const res = await db.execute(sql`
     with recursive tree(id, trace_id, depth) as (
-      select id, trace_id, 0 from traces where id = ${root.id}
+      select id, trace_id, 0 from traces where organization_id = ${p.organizationId} and id = ${root.id}
       union
       select t.id, t.trace_id, tree.depth + 1 from traces t
         join tree on t.parent_trace_id = tree.trace_id
@@ -268,7 +268,7 @@ export async function traceStats(db: Db, p: Principal, hours: number) {
         costUsd: sql<number>`coalesce(sum(${traces.costUsd}), 0)`,
       })
       .from(traces)
-      .innerJoin(agents, eq(agents.id, traces.agentId))
+      .innerJoin(agents, and(eq(agents.organizationId, traces.organizationId), eq(agents.id, traces.agentId)))
       .where(w)
       .groupBy(traces.agentId)
       .orderBy(desc(count()))
@@ -309,11 +309,12 @@ export async function traceStats(db: Db, p: Principal, hours: number) {
     p50DurationMs: num(o.p50),
     p95DurationMs: num(o.p95),
     p99DurationMs: num(o.p99),
-    totalCostUsd: num(o.cost),
+    // Cost sums are exact numerics: converted, not rounded.
+    totalCostUsd: Number(o.cost),
     totalTokens: Number(o.tokens),
-    byAgent: byAgent.map((a) => ({ agentId: a.agentId, agentName: a.agentName, total: Number(a.total), errors: Number(a.errors), costUsd: num(a.costUsd) })),
-    byModel: byModel.map((m) => ({ modelName: m.modelName!, total: Number(m.total), costUsd: num(m.costUsd), totalTokens: Number(m.totalTokens) })),
-    timeseries: series.map((s) => ({ bucket: new Date(s.bucket).toISOString(), total: Number(s.total), errors: Number(s.errors), costUsd: num(s.costUsd) })),
+    byAgent: byAgent.map((a) => ({ agentId: a.agentId, agentName: a.agentName, total: Number(a.total), errors: Number(a.errors), costUsd: Number(a.costUsd) })),
+    byModel: byModel.map((m) => ({ modelName: m.modelName!, total: Number(m.total), costUsd: Number(m.costUsd), totalTokens: Number(m.totalTokens) })),
+    timeseries: series.map((s) => ({ bucket: new Date(s.bucket).toISOString(), total: Number(s.total), errors: Number(s.errors), costUsd: Number(s.costUsd) })),
   };
 }
 

@@ -1,6 +1,6 @@
 CREATE TABLE "audit_checkpoints" (
 	"organization_id" uuid NOT NULL,
-	"id" uuid DEFAULT gen_random_uuid() NOT NULL,
+	"id" uuid NOT NULL,
 	"seq" bigint NOT NULL,
 	"checksum" text NOT NULL,
 	"signed_at" timestamp with time zone NOT NULL,
