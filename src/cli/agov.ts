@@ -9,7 +9,7 @@ import { createOrganization } from '../domains/organizations/service.js';
 import { createUser } from '../domains/users/service.js';
 import { acquireDataDirLock } from '../lib/data-dir-lock.js';
 import { ROLES } from '../http/principal.js';
-import { sqlStateOf } from '../http/errors.js';
+import { sqlStateOf } from '../core/db-errors.js';
 import { environmentEnum } from '../http/validation.js';
 
 async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {

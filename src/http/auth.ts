@@ -11,7 +11,7 @@ import { apiKeys, organizations } from '../db/schema/index.js';
 import { hashKey, looksLikeKey } from '../domains/api-keys/key-material.js';
 import type { SharedState } from '../lib/shared-state.js';
 import { compileAllowlist, ipAllowed } from '../lib/ip.js';
-import { AppError, forbidden, unauthorized } from './errors.js';
+import { forbidden, rateLimited, unauthorized } from '../core/errors.js';
 import { roleAtLeast, roleForScopes, ROLES, type Principal, type Role, type RouteAuth, type Scope } from './principal.js';
 import { upsertUserFromToken } from '../domains/users/service.js';
 
@@ -297,9 +297,7 @@ export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; 
     reply.header('X-RateLimit-Remaining', Math.max(0, limit - hit.count));
     reply.header('X-RateLimit-Reset', resetSeconds);
     if (hit.count > limit) {
-      throw new AppError(429, 'RATE_LIMITED', `Rate limit of ${limit} requests per minute exceeded`, undefined, {
-        'Retry-After': String(resetSeconds),
-      });
+      throw rateLimited(`Rate limit of ${limit} requests per minute exceeded`, resetSeconds);
     }
   });
 }

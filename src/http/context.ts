@@ -2,7 +2,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { AuditContext } from '../domains/audit/service.js';
 import type { Principal } from './principal.js';
-import { unauthorized } from './errors.js';
+import { unauthorized } from '../core/errors.js';
 
 /** The authenticated principal (the auth hook guarantees it on non-public routes). */
 export function principalOf(request: FastifyRequest): Principal {

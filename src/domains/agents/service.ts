@@ -3,7 +3,7 @@ import { and, count, desc, eq, ilike, isNotNull, isNull, ne, or, sql, type SQL }
 import type { Db, Executor, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import { agents, apiKeys, teams, users } from '../../db/schema/index.js';
-import { AppError, conflict, notFound, validation } from '../../http/errors.js';
+import { conflict, invalidTransition, notFound, validation } from '../../core/errors.js';
 import type { Principal } from '../../http/principal.js';
 import type { Environment } from '../../http/validation.js';
 import { apiKeyView, insertKey, resolveExpiry } from '../api-keys/service.js';
@@ -171,8 +171,7 @@ export async function archiveAgent(db: Db, ctx: AuditContext, id: string) {
   });
 }
 
-const invalidTransition = (from: string, action: string) =>
-  new AppError(409, 'INVALID_TRANSITION', `Cannot ${action} an agent that is ${from}`);
+const cannot = (from: string, action: string) => invalidTransition(`Cannot ${action} an agent that is ${from}`);
 
 /**
  * Pauses an active agent inside the caller's transaction (manual pause, kill switch, budget):
@@ -195,7 +194,7 @@ export async function pauseInTx(tx: Tx, ctx: AuditContext, before: Row, reason: 
 export async function pauseAgent(db: Db, ctx: AuditContext, id: string, reason: string | undefined) {
   return db.transaction(async (tx) => {
     const before = await getAgent(tx, ctx.principal, id, true);
-    if (before.status !== 'active') throw invalidTransition(before.status, 'pause');
+    if (before.status !== 'active') throw cannot(before.status, 'pause');
     return (await pauseInTx(tx, ctx, before, reason ?? 'Paused manually', ctx.principal.userId, 'manual'))!;
   });
 }
@@ -205,7 +204,7 @@ export async function resumeAgent(db: Db, ctx: AuditContext, id: string) {
   const orgId = ctx.principal.organizationId;
   return db.transaction(async (tx) => {
     const before = await getAgent(tx, ctx.principal, id, true);
-    if (before.status !== 'paused') throw invalidTransition(before.status, 'resume');
+    if (before.status !== 'paused') throw cannot(before.status, 'resume');
     const [row] = await tx
       .update(agents)
       .set({ status: 'active', pausedAt: null, pausedBy: null, pauseReason: null, updatedAt: new Date() })

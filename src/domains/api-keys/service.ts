@@ -2,7 +2,7 @@
 import { and, count, desc, eq, isNull, type SQL } from 'drizzle-orm';
 import type { Db, Executor } from '../../db/client.js';
 import { apiKeys, organizations } from '../../db/schema/index.js';
-import { forbidden, notFound } from '../../http/errors.js';
+import { forbidden, notFound } from '../../core/errors.js';
 import type { Scope } from '../../http/principal.js';
 import type { Environment } from '../../http/validation.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';

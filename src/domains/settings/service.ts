@@ -2,7 +2,7 @@
 import { eq } from 'drizzle-orm';
 import type { Db, Executor } from '../../db/client.js';
 import { organizations } from '../../db/schema/index.js';
-import { notFound, validation } from '../../http/errors.js';
+import { notFound, validation } from '../../core/errors.js';
 import { compileAllowlist, ipAllowed } from '../../lib/ip.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import type { UpdateOrgSettingsInput, UpdateSecuritySettingsInput } from './schemas.js';

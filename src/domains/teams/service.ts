@@ -2,7 +2,7 @@
 import { and, asc, count, eq, ilike, isNull, ne, or, sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor, Tx } from '../../db/client.js';
 import { teamMembers, teams, users } from '../../db/schema/index.js';
-import { conflict, notFound } from '../../http/errors.js';
+import { conflict, notFound } from '../../core/errors.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import { findUser } from '../users/service.js';
 import type { AddTeamMemberInput, CreateTeamInput, UpdateTeamInput } from './schemas.js';

@@ -9,7 +9,7 @@ import type { Db, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import { agents } from '../../db/schema/index.js';
 import type { Principal } from '../../http/principal.js';
-import { sqlStateOf } from '../../http/errors.js';
+import { sqlStateOf } from '../../core/db-errors.js';
 import type { AuditContext } from '../audit/service.js';
 import { monthOf, pauseInTx } from '../agents/service.js';
 import { emit } from '../events/outbox.js';

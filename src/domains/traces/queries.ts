@@ -3,7 +3,7 @@ import { and, asc, count, desc, eq, getTableColumns, gte, lte, ne, or, sql, type
 import type { Db, Executor } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import { agents, traces } from '../../db/schema/index.js';
-import { notFound } from '../../http/errors.js';
+import { notFound } from '../../core/errors.js';
 import type { Principal } from '../../http/principal.js';
 import type { ListTracesQuery } from './schemas.js';
 
