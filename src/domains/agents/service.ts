@@ -4,7 +4,7 @@ import type { Db, Executor, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import { agents, apiKeys, teams, users } from '../../db/schema/index.js';
 import { conflict, invalidTransition, notFound, validation } from '../../core/errors.js';
-import type { Principal } from '../../http/principal.js';
+import type { Actor } from '../../core/actor.js';
 import type { Environment } from '../../http/validation.js';
 import { apiKeyView, insertKey, resolveExpiry } from '../api-keys/service.js';
 import { generateKey } from '../api-keys/key-material.js';
@@ -57,7 +57,7 @@ export const agentView = (r: Row) => ({
 const scoped = (orgId: string, id: string) => and(eq(agents.organizationId, orgId), eq(agents.id, id));
 
 /** One agent of the organization (an agent-scoped key sees only its own), or 404. */
-export async function getAgent(db: Executor, principal: Pick<Principal, 'organizationId' | 'agentId'>, id: string, lock = false) {
+export async function getAgent(db: Executor, principal: Pick<Actor, 'organizationId' | 'agentId'>, id: string, lock = false) {
   if (principal.agentId && principal.agentId !== id) throw notFound('Agent');
   const q = db.select().from(agents).where(scoped(principal.organizationId, id)).limit(1);
   const [row] = lock ? await q.for('update') : await q;
@@ -295,7 +295,7 @@ interface PeriodRow {
  * Stats for the last 24 h, 7 d and 30 d in one SQL statement (p95 by percentile_cont). `error`
  * counts error and timeout traces; successRate is success / total (0 when there are none).
  */
-export async function agentStats(db: Db, principal: Principal, id: string) {
+export async function agentStats(db: Db, principal: Actor, id: string) {
   await getAgent(db, principal, id);
   const periods = { last24h: '24 hours', last7d: '7 days', last30d: '30 days' } as const;
   const cols = Object.entries(periods).map(([k, iv]) => {
@@ -359,7 +359,7 @@ export async function createAgentKey(
 }
 
 /** The keys of one agent. */
-export async function listAgentKeys(db: Db, principal: Principal, id: string) {
+export async function listAgentKeys(db: Db, principal: Actor, id: string) {
   await getAgent(db, principal, id);
   const rows = await db
     .select()

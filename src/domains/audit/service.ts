@@ -3,12 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { and, asc, eq, gt, sql } from 'drizzle-orm';
 import type { Executor, Tx } from '../../db/client.js';
 import { auditChainHeads, auditLogs } from '../../db/schema/index.js';
-import type { Principal } from '../../http/principal.js';
+import type { Actor } from '../../core/actor.js';
 import { canonicalText, chainChecksum, GENESIS, type ChainedFields } from './chain.js';
 
 /** Who did it and from where: taken from the request. */
 export interface AuditContext {
-  principal: Pick<Principal, 'organizationId' | 'userId' | 'userName' | 'userEmail'>;
+  principal: Pick<Actor, 'organizationId' | 'userId' | 'userName' | 'userEmail'>;
   ip: string | null;
   userAgent: string | null;
 }

@@ -1,6 +1,7 @@
 /** Creating organizations with their first admin key (CLI `agov init` and headless first start). */
 import { count } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
+import { systemActor } from '../../core/actor.js';
 import { organizations } from '../../db/schema/index.js';
 import { ALL_SCOPES, type Scope } from '../../http/principal.js';
 import type { Environment } from '../../http/validation.js';
@@ -29,11 +30,7 @@ export async function createOrganization(
   return db.transaction(async (tx) => {
     const [org] = await tx.insert(organizations).values({ name: input.name }).returning();
     await initChain(tx, org.id);
-    const ctx: AuditContext = {
-      principal: { organizationId: org.id, userId: actor, userName: actor, userEmail: null },
-      ip: null,
-      userAgent: null,
-    };
+    const ctx: AuditContext = { principal: systemActor(org.id, actor), ip: null, userAgent: null };
     await writeAudit(tx, ctx, { action: 'organization.create', resourceType: 'organization', resourceId: org.id, after: { id: org.id, name: org.name } });
     const row = await insertKey(tx, {
       organizationId: org.id,

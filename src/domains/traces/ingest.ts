@@ -8,7 +8,7 @@ import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import type { Db, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import { agents } from '../../db/schema/index.js';
-import type { Principal } from '../../http/principal.js';
+import { systemActor, type Actor } from '../../core/actor.js';
 import { sqlStateOf } from '../../core/db-errors.js';
 import type { AuditContext } from '../audit/service.js';
 import { monthOf, pauseInTx } from '../agents/service.js';
@@ -97,7 +97,7 @@ export interface IngestDeps {
  * `bodyBytes` (the request's size, when known) spares measuring items one by one: no item of a
  * body smaller than MAX_ITEM_BYTES can exceed it.
  */
-export async function ingestTraces(deps: IngestDeps, principal: Principal, items: unknown[], bodyBytes?: number): Promise<IngestResult> {
+export async function ingestTraces(deps: IngestDeps, principal: Actor, items: unknown[], bodyBytes?: number): Promise<IngestResult> {
   const measure = bodyBytes === undefined || bodyBytes > MAX_ITEM_BYTES;
   const orgId = principal.organizationId;
   const errors: ItemError[] = [];
@@ -270,7 +270,7 @@ function crossesBudget(a: AgentSpend, month: string) {
 // Concurrent batches touching the same agents may deadlock or conflict; the batch is retried whole.
 const RETRYABLE = new Set(['40P01', '40001']);
 
-async function writeBatch(deps: IngestDeps, principal: Principal, ready: Ready[]) {
+async function writeBatch(deps: IngestDeps, principal: Actor, ready: Ready[]) {
   for (let attempt = 1; ; attempt++) {
     try {
       return await writeBatchOnce(deps, principal, ready);
@@ -285,7 +285,7 @@ async function writeBatch(deps: IngestDeps, principal: Principal, ready: Ready[]
  * adds their cost and health observations to the agents. Only traceIds that already existed take
  * the slower path: lock them (in traceId order), merge, upsert, and add the cost difference.
  */
-async function writeBatchOnce(deps: IngestDeps, principal: Principal, ready: Ready[]) {
+async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]) {
   const orgId = principal.organizationId;
   const month = monthOf();
   const wantCompleted = await deps.subscriptions.wants(orgId, 'trace_completed');
@@ -378,7 +378,10 @@ async function writeBatchOnce(deps: IngestDeps, principal: Principal, ready: Rea
  * once per month, claimed by a conditional UPDATE so concurrent batches cannot both emit. With
  * budgetAction pause_agent, reaching the budget pauses the agent (kill_switch_triggered).
  */
-async function raiseBudgetEvents(tx: Tx, principal: Principal, agentIds: string[], month: string) {
+/** The actor of a pause for a reached budget. */
+const BUDGET_ACTOR = (orgId: string) => systemActor(orgId, 'system:budget', 'Budget enforcement');
+
+async function raiseBudgetEvents(tx: Tx, principal: Actor, agentIds: string[], month: string) {
   const orgId = principal.organizationId;
   const rows = await tx
     .select()
@@ -406,12 +409,8 @@ async function raiseBudgetEvents(tx: Tx, principal: Principal, agentIds: string[
       if (claimed) {
         await emit(tx, orgId, 'budget_exceeded', a.id, { ...data, budgetAction: a.budgetAction });
         if (a.budgetAction === 'pause_agent' && a.status === 'active') {
-          const ctx: AuditContext = {
-            principal: { organizationId: orgId, userId: 'system:budget', userName: 'Budget enforcement', userEmail: null },
-            ip: null,
-            userAgent: null,
-          };
-          await pauseInTx(tx, ctx, a, `Monthly budget of ${budget} USD reached`, 'system:budget', 'budget_exceeded');
+          const ctx: AuditContext = { principal: BUDGET_ACTOR(orgId), ip: null, userAgent: null };
+          await pauseInTx(tx, ctx, a, `Monthly budget of ${budget} USD reached`, ctx.principal.userId, 'budget_exceeded');
         }
       }
     }
