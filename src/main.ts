@@ -1,22 +1,20 @@
 /**
- * Entry point: configuration, database (migrated), shared state, API, workers; graceful shutdown.
+ * Entry point: configuration, the container (database migrated, shared state, services), API,
+ * workers; graceful shutdown.
  */
-import { openDatabase } from './db/client.js';
 import { parseConfig } from './config.js';
 import { buildApp } from './app.js';
-import { memoryState, redisState, type SharedState } from './lib/shared-state.js';
-import { headlessInit } from './domains/organizations/service.js';
+import { openContainer } from './container.js';
 import { acquireDataDirLock } from './lib/data-dir-lock.js';
 
 async function main() {
   const config = parseConfig();
   if (!config.DATABASE_URL) acquireDataDirLock(config.DATA_DIR, 'server');
-  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
-  await database.migrate();
-  const state: SharedState = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
-  const app = await buildApp({ config, database, state });
+  const container = await openContainer(config);
+  const { database, state } = container;
+  const app = await buildApp(container);
 
-  const init = await headlessInit(database.db, config.AGOV_INIT_ORG_NAME, config.AGOV_INIT_ADMIN_KEY);
+  const init = await container.services.organizations.headlessInit(config.AGOV_INIT_ORG_NAME, config.AGOV_INIT_ADMIN_KEY);
   if (init.created) app.log.info({ organizationId: init.organizationId }, `headless init: created organization "${init.name}" with the admin key from AGOV_INIT_ADMIN_KEY`);
   else if (init.reason !== 'not configured') app.log.warn(`headless init skipped: ${init.reason}`);
 
@@ -39,8 +37,7 @@ async function main() {
     force.unref();
     try {
       await app.close(); // stops accepting, waits for in-flight requests, flushes usage (onClose)
-      await state.close();
-      await database.close();
+      await container.close(); // shared state, then the database
     } finally {
       process.exit(0);
     }

@@ -1,11 +1,15 @@
-/** Test harness: a real app on a real database (in-memory PGlite, or DATABASE_URL), real Redis when REDIS_URL is set. */
+/**
+ * Test harness: a real app on a real database (in-memory PGlite, or DATABASE_URL), real Redis when
+ * REDIS_URL is set, built by the same container as the server, on a test clock.
+ */
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { SignJWT } from 'jose';
 import { buildApp } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
-import { openDatabase, type Database } from '../src/db/client.js';
-import { createOrganization } from '../src/domains/organizations/service.js';
-import { memoryState, redisState, type SharedState } from '../src/lib/shared-state.js';
+import type { Database } from '../src/db/client.js';
+import { openContainer, type Container } from '../src/container.js';
+import { TestClock } from '../src/core/clock.js';
+import type { SharedState } from '../src/lib/shared-state.js';
 
 export const JWT_SECRET = 'test-secret-with-enough-length-for-hs256!!';
 
@@ -13,11 +17,17 @@ export interface TestApp {
   app: FastifyInstance;
   database: Database;
   state: SharedState;
+  /** The app's clock: stands at the time the app was built until a test sets or advances it. */
+  clock: TestClock;
+  container: Container;
   close(): Promise<void>;
 }
 
-/** Builds an app on a fresh PGlite (or the shared PostgreSQL of DATABASE_URL) with generous rate limits. */
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+/**
+ * Builds an app on a fresh PGlite (or the shared PostgreSQL of DATABASE_URL) with generous rate
+ * limits. `opts.state` replaces the configured shared state (e.g. one whose publishes fail).
+ */
+export async function createTestApp(env: Record<string, string> = {}, opts: { state?: SharedState } = {}): Promise<TestApp> {
   const config = parseConfig({
     LOG_LEVEL: 'silent',
     RATE_LIMIT_CONTROL_PER_MINUTE: '1000000',
@@ -28,19 +38,19 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     REDIS_URL: process.env.REDIS_URL ?? '',
     ...env,
   });
-  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: null, poolSize: 5 });
-  await database.migrate();
-  const state = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
-  const app = await buildApp({ config, database, state });
+  const clock = new TestClock();
+  const container = await openContainer(config, { dataDir: null, poolSize: 5, state: opts.state, clock });
+  const app = await buildApp(container);
   await app.ready();
   return {
     app,
-    database,
-    state,
+    database: container.database,
+    state: container.state,
+    clock,
+    container,
     async close() {
       await app.close();
-      await state.close();
-      await database.close();
+      await container.close();
     },
   };
 }
@@ -54,7 +64,7 @@ export interface TestOrg {
 
 /** Creates an organization with an admin key, as `agov init` does. */
 export async function createOrg(t: TestApp, name = 'Acme'): Promise<TestOrg> {
-  const { organization, key } = await createOrganization(t.database.db, { name: `${name} ${Math.random().toString(36).slice(2, 8)}` });
+  const { organization, key } = await t.container.services.organizations.create({ name: `${name} ${Math.random().toString(36).slice(2, 8)}` });
   return {
     orgId: organization.id,
     key,

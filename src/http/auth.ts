@@ -113,6 +113,11 @@ export class Authenticator {
     if (config.AUTH_JWKS_URL) this.jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
     if (config.AUTH_JWT_SECRET) this.secret = new TextEncoder().encode(config.AUTH_JWT_SECRET);
     state.subscribe(AUTH_CHANNEL, (m) => this.drop(m));
+    // Invalidations published while the subscriber was away are lost: forget every cached key and org.
+    state.onReconnect(() => {
+      this.keys.clear();
+      this.orgs.clear();
+    });
   }
 
   private drop(message: string) {

@@ -15,16 +15,16 @@ import type { BudgetInput, ListAgentsQuery, RegisterAgentInput, UpdateAgentInput
 type Row = typeof agents.$inferSelect;
 
 /** 'YYYY-MM' of a date in UTC: the budget period. */
-export const monthOf = (d = new Date()) => d.toISOString().slice(0, 7);
+export const monthOf = (d: Date) => d.toISOString().slice(0, 7);
 
 /** Spend of the current month (a row still carrying last month's spend reads as 0). */
-export const spendNow = (r: Pick<Row, 'spendMonth' | 'currentMonthCostUsd'>, now = new Date()) =>
+export const spendNow = (r: Pick<Row, 'spendMonth' | 'currentMonthCostUsd'>, now: Date) =>
   r.spendMonth === monthOf(now) ? r.currentMonthCostUsd : 0;
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
-/** The Agent resource. */
-export const agentView = (r: Row) => ({
+/** The Agent resource, as of `now` (the month of its spend). */
+export const agentView = (r: Row, now: Date) => ({
   id: r.id,
   organizationId: r.organizationId,
   agentId: r.agentId,
@@ -46,7 +46,7 @@ export const agentView = (r: Row) => ({
   pauseReason: r.pauseReason,
   monthlyBudgetUsd: r.monthlyBudgetUsd,
   budgetAction: r.budgetAction as 'alert',
-  currentMonthCostUsd: spendNow(r),
+  currentMonthCostUsd: spendNow(r, now),
   tags: r.tags,
   metadata: r.metadata,
   createdAt: r.createdAt.toISOString(),
@@ -90,7 +90,7 @@ export async function registerAgent(db: Db, ctx: AuditContext, input: RegisterAg
       .onConflictDoNothing({ target: [agents.organizationId, agents.agentId] })
       .returning();
     if (!row) throw conflict(`An agent with agentId "${input.agentId}" already exists`);
-    const view = agentView(row);
+    const view = agentView(row, ctx.clock.now());
     await writeAudit(tx, ctx, { action: 'agent.create', resourceType: 'agent', resourceId: row.id, after: view });
     await emit(tx, orgId, 'agent_registered', row.id, { agent: view });
     return view;
@@ -102,7 +102,7 @@ function escapeLike(s: string) {
 }
 
 /** A filtered page of agents, newest first. */
-export async function listAgents(db: Db, orgId: string, q: ListAgentsQuery) {
+export async function listAgents(db: Db, orgId: string, q: ListAgentsQuery, now: Date) {
   const c: SQL[] = [eq(agents.organizationId, orgId)];
   if (q.status) c.push(eq(agents.status, q.status));
   if (q.environment) c.push(eq(agents.environment, q.environment));
@@ -119,7 +119,7 @@ export async function listAgents(db: Db, orgId: string, q: ListAgentsQuery) {
     db.select().from(agents).where(where).orderBy(desc(agents.createdAt), desc(agents.id)).limit(q.limit).offset(q.offset),
     db.select({ total: count() }).from(agents).where(where),
   ]);
-  return { rows: rows.map(agentView), total };
+  return { rows: rows.map((r) => agentView(r, now)), total };
 }
 
 /** Checks that referenced owner and team exist in the organization (422 naming the field otherwise). */
@@ -150,8 +150,8 @@ export async function updateAgent(db: Db, ctx: AuditContext, id: string, input: 
       if (input[k] !== undefined) (set as Record<string, unknown>)[k] = input[k];
     }
     const [row] = await tx.update(agents).set(set).where(scoped(orgId, id)).returning();
-    const view = agentView(row);
-    await writeAudit(tx, ctx, { action: 'agent.update', resourceType: 'agent', resourceId: id, before: agentView(before), after: view });
+    const view = agentView(row, ctx.clock.now());
+    await writeAudit(tx, ctx, { action: 'agent.update', resourceType: 'agent', resourceId: id, before: agentView(before, ctx.clock.now()), after: view });
     await emit(tx, orgId, 'agent_updated', id, { agent: view, changes: Object.keys(input) });
     return view;
   });
@@ -162,10 +162,10 @@ export async function archiveAgent(db: Db, ctx: AuditContext, id: string) {
   const orgId = ctx.principal.organizationId;
   return db.transaction(async (tx) => {
     const before = await getAgent(tx, ctx.principal, id, true);
-    if (before.status === 'archived') return agentView(before);
+    if (before.status === 'archived') return agentView(before, ctx.clock.now());
     const [row] = await tx.update(agents).set({ status: 'archived', updatedAt: new Date() }).where(scoped(orgId, id)).returning();
-    const view = agentView(row);
-    await writeAudit(tx, ctx, { action: 'agent.delete', resourceType: 'agent', resourceId: id, before: agentView(before), after: view });
+    const view = agentView(row, ctx.clock.now());
+    await writeAudit(tx, ctx, { action: 'agent.delete', resourceType: 'agent', resourceId: id, before: agentView(before, ctx.clock.now()), after: view });
     await emit(tx, orgId, 'agent_deleted', id, { agent: view });
     return view;
   });
@@ -184,8 +184,8 @@ export async function pauseInTx(tx: Tx, ctx: AuditContext, before: Row, reason: 
     .where(and(scoped(before.organizationId, before.id), eq(agents.status, 'active')))
     .returning();
   if (!row) return null;
-  const view = agentView(row);
-  await writeAudit(tx, ctx, { action: 'agent.pause', resourceType: 'agent', resourceId: row.id, before: agentView(before), after: view, metadata: { trigger } });
+  const view = agentView(row, ctx.clock.now());
+  await writeAudit(tx, ctx, { action: 'agent.pause', resourceType: 'agent', resourceId: row.id, before: agentView(before, ctx.clock.now()), after: view, metadata: { trigger } });
   await emit(tx, before.organizationId, 'kill_switch_triggered', row.id, { agentId: row.id, agentName: row.name, reason, trigger, pausedBy });
   return view;
 }
@@ -210,8 +210,8 @@ export async function resumeAgent(db: Db, ctx: AuditContext, id: string) {
       .set({ status: 'active', pausedAt: null, pausedBy: null, pauseReason: null, updatedAt: new Date() })
       .where(scoped(orgId, id))
       .returning();
-    const view = agentView(row);
-    await writeAudit(tx, ctx, { action: 'agent.resume', resourceType: 'agent', resourceId: id, before: agentView(before), after: view });
+    const view = agentView(row, ctx.clock.now());
+    await writeAudit(tx, ctx, { action: 'agent.resume', resourceType: 'agent', resourceId: id, before: agentView(before, ctx.clock.now()), after: view });
     return view;
   });
 }
@@ -245,8 +245,8 @@ export async function setBudget(db: Db, ctx: AuditContext, id: string, input: Bu
       .set({ monthlyBudgetUsd: input.monthlyBudgetUsd, budgetAction: input.budgetAction, warningThresholdPct: input.warningThresholdPct, updatedAt: new Date() })
       .where(scoped(orgId, id))
       .returning();
-    await writeAudit(tx, ctx, { action: 'agent.budget_update', resourceType: 'agent', resourceId: id, before: budgetView(before), after: budgetView(row) });
-    return budgetView(row);
+    await writeAudit(tx, ctx, { action: 'agent.budget_update', resourceType: 'agent', resourceId: id, before: budgetView(before, ctx.clock.now()), after: budgetView(row, ctx.clock.now()) });
+    return budgetView(row, ctx.clock.now());
   });
 }
 
@@ -254,7 +254,7 @@ export async function setBudget(db: Db, ctx: AuditContext, id: string, input: Bu
  * AgentBudget. Projection: month-to-date spend divided by the elapsed part of the month (at least
  * one hour, so the first minutes do not explode), times the month's length.
  */
-export function budgetView(r: Row, now = new Date()) {
+export function budgetView(r: Row, now: Date) {
   const spend = spendNow(r, now);
   const start = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
   const end = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
@@ -278,13 +278,13 @@ export function budgetView(r: Row, now = new Date()) {
 const round = (n: number) => Math.round(n * 1e6) / 1e6;
 
 /** Budgets of every agent that has one. */
-export async function listBudgets(db: Db, orgId: string, limit: number, offset: number) {
+export async function listBudgets(db: Db, orgId: string, limit: number, offset: number, now: Date) {
   const where = and(eq(agents.organizationId, orgId), isNotNull(agents.monthlyBudgetUsd), ne(agents.status, 'archived'));
   const [rows, [{ total }]] = await Promise.all([
     db.select().from(agents).where(where).orderBy(agents.name).limit(limit).offset(offset),
     db.select({ total: count() }).from(agents).where(where),
   ]);
-  return { rows: rows.map((r) => budgetView(r)), total };
+  return { rows: rows.map((r) => budgetView(r, now)), total };
 }
 
 interface PeriodRow {
@@ -349,7 +349,7 @@ export async function createAgentKey(
       environment: agent.environment as Environment,
       scopes: [...AGENT_KEY_SCOPES],
       createdBy: ctx.principal.userId,
-      expiresAt: await resolveExpiry(tx, orgId, input.expiresAt),
+      expiresAt: await resolveExpiry(tx, orgId, input.expiresAt, ctx.clock.now()),
       ipAllowlist: input.ipAllowlist ?? null,
     });
     const view = apiKeyView(row);

@@ -67,12 +67,12 @@ export async function insertKey(
   return row;
 }
 
-/** Expiry of a new key: absent means the organization's defaultKeyExpiryDays from now; null means never. */
-export async function resolveExpiry(tx: Executor, orgId: string, expiresAt: string | null | undefined): Promise<Date | null> {
+/** Expiry of a new key: absent means the organization's defaultKeyExpiryDays from `now`; null means never. */
+export async function resolveExpiry(tx: Executor, orgId: string, expiresAt: string | null | undefined, now: Date): Promise<Date | null> {
   if (expiresAt === null) return null;
   if (expiresAt !== undefined) return new Date(expiresAt);
   const [org] = await tx.select({ days: organizations.defaultKeyExpiryDays }).from(organizations).where(eq(organizations.id, orgId));
-  return new Date(Date.now() + (org?.days ?? 30) * 86_400_000);
+  return new Date(now.getTime() + (org?.days ?? 30) * 86_400_000);
 }
 
 /** Creates an organization key. Absent expiresAt means the organization's defaultKeyExpiryDays; null means never. */
@@ -81,7 +81,7 @@ export async function createApiKey(db: Db, ctx: AuditContext, canGrantAdmin: boo
   const scopes = input.scopes ?? DEFAULT_SCOPES;
   if (scopes.includes('admin') && !canGrantAdmin) throw forbidden('Only an admin may grant scope admin');
   return db.transaction(async (tx) => {
-    const expiresAt = await resolveExpiry(tx, orgId, input.expiresAt);
+    const expiresAt = await resolveExpiry(tx, orgId, input.expiresAt, ctx.clock.now());
     const key = generateKey(input.environment);
     const row = await insertKey(tx, {
       organizationId: orgId,

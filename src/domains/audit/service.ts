@@ -4,6 +4,7 @@ import { and, asc, eq, gt, sql } from 'drizzle-orm';
 import type { Executor, Tx } from '../../db/client.js';
 import { auditChainHeads, auditLogs } from '../../db/schema/index.js';
 import type { Actor } from '../../core/actor.js';
+import type { Clock } from '../../core/clock.js';
 import { canonicalText, chainChecksum, GENESIS, type ChainedFields } from './chain.js';
 
 /** Who did it and from where: taken from the request. */
@@ -11,6 +12,8 @@ export interface AuditContext {
   principal: Pick<Actor, 'organizationId' | 'userId' | 'userName' | 'userEmail'>;
   ip: string | null;
   userAgent: string | null;
+  /** The clock the change's rules read (expiry, budget month): the container's, a test's. */
+  clock: Clock;
 }
 
 export interface AuditInput {

@@ -2,6 +2,7 @@
 import { count } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { systemActor } from '../../core/actor.js';
+import { systemClock, type Clock } from '../../core/clock.js';
 import { organizations } from '../../db/schema/index.js';
 import { ALL_SCOPES, type Scope } from '../../http/principal.js';
 import type { Environment } from '../../http/validation.js';
@@ -17,7 +18,7 @@ export const SYSTEM_ACTOR = 'system';
  */
 export async function createOrganization(
   db: Db,
-  input: { name: string; key?: string; environment?: Environment; actor?: string },
+  input: { name: string; key?: string; environment?: Environment; actor?: string; clock?: Clock },
 ) {
   let environment: Environment = input.environment ?? 'production';
   if (input.key) {
@@ -30,7 +31,7 @@ export async function createOrganization(
   return db.transaction(async (tx) => {
     const [org] = await tx.insert(organizations).values({ name: input.name }).returning();
     await initChain(tx, org.id);
-    const ctx: AuditContext = { principal: systemActor(org.id, actor), ip: null, userAgent: null };
+    const ctx: AuditContext = { principal: systemActor(org.id, actor), ip: null, userAgent: null, clock: input.clock ?? systemClock };
     await writeAudit(tx, ctx, { action: 'organization.create', resourceType: 'organization', resourceId: org.id, after: { id: org.id, name: org.name } });
     const row = await insertKey(tx, {
       organizationId: org.id,

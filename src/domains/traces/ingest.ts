@@ -9,6 +9,7 @@ import type { Db, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import { agents } from '../../db/schema/index.js';
 import { systemActor, type Actor } from '../../core/actor.js';
+import type { Clock } from '../../core/clock.js';
 import { sqlStateOf } from '../../core/db-errors.js';
 import type { AuditContext } from '../audit/service.js';
 import { monthOf, pauseInTx } from '../agents/service.js';
@@ -88,6 +89,8 @@ export interface IngestResult {
 
 export interface IngestDeps {
   db: Db;
+  /** Decides the budget month of the spend and the time of items sent without one. */
+  clock: Clock;
   pricing: Pricing;
   subscriptions: Subscriptions;
 }
@@ -169,13 +172,13 @@ export async function ingestTraces(deps: IngestDeps, principal: Actor, items: un
 }
 
 /** Merges an item onto a stored (or earlier) row: provided fields win, absent ones are kept. */
-function merge(prev: TraceRow | undefined, item: IngestItem, agent: AgentRow, pricing: Pricing): TraceRow {
+function merge(prev: TraceRow | undefined, item: IngestItem, agent: AgentRow, pricing: Pricing, now: Date): TraceRow {
   const pick = <T>(v: T | undefined, old: T | null | undefined): T | null => (v !== undefined ? v : (old ?? null));
   const row: TraceRow = {
     trace_id: item.traceId,
     agent_id: agent.id,
     parent_trace_id: pick(item.parentTraceId, prev?.parent_trace_id),
-    timestamp: item.timestamp ? new Date(item.timestamp).toISOString() : (prev?.timestamp ?? new Date().toISOString()),
+    timestamp: item.timestamp ? new Date(item.timestamp).toISOString() : (prev?.timestamp ?? now.toISOString()),
     duration_ms: pick(item.durationMs, prev?.duration_ms),
     status: item.status ?? prev?.status ?? 'success',
     input: pick(item.input, prev?.input),
@@ -222,9 +225,9 @@ const ERROR_STATUSES = new Set(['error', 'timeout']);
 type Ready = { item: IngestItem; agent: AgentRow };
 
 /** Merges the items of a batch onto their stored rows (or none), in order: the later item wins field by field. */
-function mergeBatch(ready: Ready[], stored: Map<string, TraceRow>, pricing: Pricing) {
+function mergeBatch(ready: Ready[], stored: Map<string, TraceRow>, pricing: Pricing, now: Date) {
   const merged = new Map<string, TraceRow>();
-  for (const { item, agent } of ready) merged.set(item.traceId, merge(merged.get(item.traceId) ?? stored.get(item.traceId), item, agent, pricing));
+  for (const { item, agent } of ready) merged.set(item.traceId, merge(merged.get(item.traceId) ?? stored.get(item.traceId), item, agent, pricing, now));
   return [...merged.values()].sort((a, b) => (a.trace_id < b.trace_id ? -1 : 1));
 }
 
@@ -287,7 +290,8 @@ async function writeBatch(deps: IngestDeps, principal: Actor, ready: Ready[]) {
  */
 async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]) {
   const orgId = principal.organizationId;
-  const month = monthOf();
+  const now = deps.clock.now();
+  const month = monthOf(now);
   const wantCompleted = await deps.subscriptions.wants(orgId, 'trace_completed');
   const wantError = await deps.subscriptions.wants(orgId, 'trace_error');
 
@@ -305,7 +309,7 @@ async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([id, o]) => sql`(${id}::uuid, ${decay(o.n)}::float8, ${o.errors / o.n}::float8, ${o.n}::int)`);
 
-  const fresh = mergeBatch(ready, new Map(), deps.pricing);
+  const fresh = mergeBatch(ready, new Map(), deps.pricing, now);
   await deps.db.transaction(async (tx) => {
     const [out] = rowsOf<{ inserted: string[]; agents: AgentSpend[] }>(
       await tx.execute(sql`
@@ -339,7 +343,7 @@ async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]
         ).map((r) => [r.trace_id, { ...r, timestamp: new Date(r.timestamp).toISOString() }]),
       );
       const again = new Set(existingIds);
-      const updates = mergeBatch(ready.filter((r) => again.has(r.item.traceId)), stored, deps.pricing);
+      const updates = mergeBatch(ready.filter((r) => again.has(r.item.traceId)), stored, deps.pricing, now);
       await tx.execute(sql`insert into traces (organization_id, ${INSERT_COLS}, updated_at)
         select ${orgId}::uuid, ${SELECT_ROWS}, now() from ${RECORDSET(updates)}
         on conflict (organization_id, trace_id) do update set ${sql.raw(UPDATE_SET)}, updated_at = now()`);
@@ -360,7 +364,7 @@ async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]
     }
 
     const crossing = spends.filter((a) => crossesBudget(a, month)).map((a) => a.id);
-    if (crossing.length) await raiseBudgetEvents(tx, principal, crossing, month);
+    if (crossing.length) await raiseBudgetEvents(tx, principal, crossing, month, deps.clock);
 
     if (wantCompleted || wantError) {
       for (const row of written) {
@@ -381,7 +385,7 @@ async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]
 /** The actor of a pause for a reached budget. */
 const BUDGET_ACTOR = (orgId: string) => systemActor(orgId, 'system:budget', 'Budget enforcement');
 
-async function raiseBudgetEvents(tx: Tx, principal: Actor, agentIds: string[], month: string) {
+async function raiseBudgetEvents(tx: Tx, principal: Actor, agentIds: string[], month: string, clock: Clock) {
   const orgId = principal.organizationId;
   const rows = await tx
     .select()
@@ -409,7 +413,7 @@ async function raiseBudgetEvents(tx: Tx, principal: Actor, agentIds: string[], m
       if (claimed) {
         await emit(tx, orgId, 'budget_exceeded', a.id, { ...data, budgetAction: a.budgetAction });
         if (a.budgetAction === 'pause_agent' && a.status === 'active') {
-          const ctx: AuditContext = { principal: BUDGET_ACTOR(orgId), ip: null, userAgent: null };
+          const ctx: AuditContext = { principal: BUDGET_ACTOR(orgId), ip: null, userAgent: null, clock };
           await pauseInTx(tx, ctx, a, `Monthly budget of ${budget} USD reached`, ctx.principal.userId, 'budget_exceeded');
         }
       }

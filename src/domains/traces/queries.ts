@@ -240,8 +240,8 @@ export async function flagTrace(db: Executor, p: Actor, id: string, flagged: boo
 }
 
 /** The aggregate stats object of contract.md over the last `hours`. */
-export async function traceStats(db: Db, p: Actor, hours: number) {
-  const since = new Date(Date.now() - hours * 3_600_000);
+export async function traceStats(db: Db, p: Actor, hours: number, now: Date) {
+  const since = new Date(now.getTime() - hours * 3_600_000);
   const w = and(...where(p, { startTime: since }));
   const bucket = hours <= 72 ? 'hour' : 'day';
   const [overall, byStatus, byAgent, byModel, series] = await Promise.all([
