@@ -70,7 +70,7 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
 
   deps.afterCommit.useLogger(app.log);
   const usage = new UsageRecorder(deps.database.db, app.log);
-  const auth = new Authenticator(deps.database.db, config, deps.state, usage);
+  const auth = new Authenticator(deps.database.db, config, deps.state, usage, deps.clock);
   const { pricing } = deps.services.traces;
   const { subscriptions } = deps.services.events;
   app.decorate('deps', { ...deps, auth, usage, pricing, subscriptions, cache: deps.responseCache });

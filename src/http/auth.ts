@@ -10,6 +10,7 @@ import type { Db } from '../db/client.js';
 import { apiKeys, organizations } from '../db/schema/index.js';
 import { hashKey, looksLikeKey } from '../domains/api-keys/key-material.js';
 import type { SharedState } from '../lib/shared-state.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { compileAllowlist, ipAllowed } from '../lib/ip.js';
 import { forbidden, rateLimited, unauthorized } from '../core/errors.js';
 import { roleAtLeast, roleForScopes, ROLES, type Principal, type Role, type RouteAuth, type Scope } from './principal.js';
@@ -108,6 +109,8 @@ export class Authenticator {
     private config: Config,
     private state: SharedState,
     readonly usage: UsageRecorder,
+    // Key expiry is a rule: it reads the injected clock, as the expiry's default did (src/core/clock.ts).
+    private clock: Clock = systemClock,
   ) {
     this.ttlMs = config.AUTH_CACHE_TTL_SECONDS * 1000;
     if (config.AUTH_JWKS_URL) this.jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
@@ -195,7 +198,7 @@ export class Authenticator {
     if (key.length > 256) throw unauthorized('Invalid API key');
     const k = await this.lookupKey(hashKey(key));
     if (!k || !k.isActive) throw unauthorized('Invalid API key');
-    if (k.expiresAt !== null && k.expiresAt <= Date.now()) throw unauthorized('API key has expired');
+    if (k.expiresAt !== null && k.expiresAt <= this.clock.now().getTime()) throw unauthorized('API key has expired');
     const org = await this.lookupOrg(k.organizationId);
     if (!org) throw unauthorized('Invalid API key');
     if (!ipAllowed(ip, k.allow)) throw forbidden('Caller IP is not in the API key allowlist');

@@ -101,7 +101,7 @@ export async function agentRoutes(app: FastifyInstance) {
   r.get('/agents/:id/stats', {
     config: { auth: analytics },
     schema: { tags, summary: 'Trace statistics for the last 24 h, 7 d and 30 d', params: idParams, response: { 200: dataSchema(agentStatsSchema), ...errorResponses } },
-  }, async (req) => one(await svc.agentStats(db, principalOf(req), req.params.id)));
+  }, async (req) => one(await svc.agentStats(db, principalOf(req), req.params.id, clock.now())));
 
   r.post('/agents/:id/keys', {
     config: { auth: admin },

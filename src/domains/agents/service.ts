@@ -295,11 +295,13 @@ interface PeriodRow {
  * Stats for the last 24 h, 7 d and 30 d in one SQL statement (p95 by percentile_cont). `error`
  * counts error and timeout traces; successRate is success / total (0 when there are none).
  */
-export async function agentStats(db: Db, principal: Actor, id: string) {
+export async function agentStats(db: Db, principal: Actor, id: string, now: Date) {
   await getAgent(db, principal, id);
+  // The windows end at the injected clock's now, not the database's.
+  const at = sql`${now.toISOString()}::timestamptz`;
   const periods = { last24h: '24 hours', last7d: '7 days', last30d: '30 days' } as const;
   const cols = Object.entries(periods).map(([k, iv]) => {
-    const f = sql.raw(`timestamp >= now() - interval '${iv}'`);
+    const f = sql`timestamp >= ${at} - ${sql.raw(`interval '${iv}'`)}`;
     return sql`count(*) filter (where ${f}) as ${sql.raw(`"${k}_total"`)},
       count(*) filter (where ${f} and status = 'success') as ${sql.raw(`"${k}_success"`)},
       count(*) filter (where ${f} and status in ('error', 'timeout')) as ${sql.raw(`"${k}_error"`)},
@@ -308,7 +310,7 @@ export async function agentStats(db: Db, principal: Actor, id: string) {
       coalesce(sum(cost_usd) filter (where ${f}), 0) as ${sql.raw(`"${k}_cost"`)}`;
   });
   const res = await db.execute(sql`select ${sql.join(cols, sql`, `)} from traces
-    where organization_id = ${principal.organizationId} and agent_id = ${id} and timestamp >= now() - interval '30 days'`);
+    where organization_id = ${principal.organizationId} and agent_id = ${id} and timestamp >= ${at} - interval '30 days'`);
   const r = rowsOf<PeriodRow>(res)[0];
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(periods)) {
