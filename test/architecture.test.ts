@@ -90,7 +90,6 @@ const KNOWN_DOMAIN_IMPORTS = new Set([
   'domains/organizations/service.ts -> domains/api-keys/service.ts',
   'domains/organizations/service.ts -> domains/api-keys/key-material.ts',
   'domains/teams/service.ts -> domains/users/service.ts',
-  'domains/traces/ingest.ts -> domains/agents/service.ts',
 ]);
 const KNOWN_TABLE_USES = new Set([
   'domains/agents/service.ts uses apiKeys',
@@ -98,11 +97,10 @@ const KNOWN_TABLE_USES = new Set([
   'domains/agents/service.ts uses users',
   'domains/api-keys/service.ts uses organizations',
   'domains/teams/service.ts uses users',
-  'domains/traces/ingest.ts uses agents',
   'domains/traces/queries.ts uses agents',
 ]);
-// The same, in raw SQL: ingest accrues spend and health on agents; agent stats read traces.
-const KNOWN_SQL_USES = new Set(['domains/traces/ingest.ts uses agents', 'domains/agents/service.ts uses traces']);
+// The same, in raw SQL: agent stats read traces.
+const KNOWN_SQL_USES = new Set(['domains/agents/service.ts uses traces']);
 // Every domain writes its audit entries and events in its own transaction: these are the audit and
 // events modules' public functions, reached through their service files until they move to index.ts.
 const SHARED_SERVICES = new Set(['domains/audit/service.ts', 'domains/events/outbox.ts', 'domains/events/subscriptions.ts']);

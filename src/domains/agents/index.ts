@@ -5,6 +5,10 @@ import { AUTH_KEY_CACHE } from '../../core/cache-names.js';
 import { agentRoutes } from './routes.js';
 import { agentView, budgetView, getAgent, monthOf, pauseInTx } from './service.js';
 
+// What other domains call (ingest, in its transaction): the agents table stays this module's.
+export { agentUpdate, findAgents, healthObservations, settleBudgets, type AgentRow, type AgentSpend } from './accrual.js';
+export { monthOf } from './service.js';
+
 export const agentsModule = defineModule({
   name: 'agents',
   routes: agentRoutes,
