@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { dataSchema, errorResponses, one, page, pageSchema } from '../../http/envelope.js';
 import { auditContext, principalOf } from '../../http/context.js';
 import { environmentEnum, idParams, pagination } from '../../http/validation.js';
-import { apiKeySchema, apiKeyWithSecretSchema } from '../api-keys/schemas.js';
+import { apiKeySchema, apiKeyWithSecretSchema } from '../api-keys/index.js';
 import {
   agentBudgetSchema,
   agentKeyParams,

@@ -1,13 +1,14 @@
 /** Agents: registration, lifecycle (pause, resume, archive, kill switch), budgets, stats and agent-scoped keys. */
-import { and, count, desc, eq, ilike, isNotNull, isNull, ne, or, sql, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, ilike, isNotNull, ne, or, sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
-import { agents, apiKeys, teams, users } from '../../db/schema/index.js';
+import { agents } from '../../db/schema/index.js';
 import { conflict, invalidTransition, notFound, validation } from '../../core/errors.js';
 import type { Actor } from '../../core/actor.js';
 import type { Environment } from '../../http/validation.js';
-import { apiKeyView, insertKey, resolveExpiry } from '../api-keys/service.js';
-import { generateKey } from '../api-keys/key-material.js';
+import { apiKeyView, deleteKeyOfAgent, generateKey, insertKey, listKeysOfAgent, resolveExpiry } from '../api-keys/index.js';
+import { isLiveTeam } from '../teams/index.js';
+import { findUser } from '../users/index.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import { emit } from '../events/outbox.js';
 import type { BudgetInput, ListAgentsQuery, RegisterAgentInput, UpdateAgentInput } from './schemas.js';
@@ -126,15 +127,10 @@ export async function listAgents(db: Db, orgId: string, q: ListAgentsQuery, now:
 async function checkRefs(tx: Executor, orgId: string, input: UpdateAgentInput) {
   const fields: Record<string, string> = {};
   if (input.ownerUserId) {
-    const [u] = await tx.select({ id: users.id }).from(users).where(and(eq(users.organizationId, orgId), eq(users.id, input.ownerUserId)));
-    if (!u) fields.ownerUserId = 'no such user in this organization';
+    if (!(await findUser(tx, orgId, input.ownerUserId))) fields.ownerUserId = 'no such user in this organization';
   }
   if (input.teamId) {
-    const [t] = await tx
-      .select({ id: teams.id })
-      .from(teams)
-      .where(and(eq(teams.organizationId, orgId), eq(teams.id, input.teamId), isNull(teams.deletedAt)));
-    if (!t) fields.teamId = 'no such team in this organization';
+    if (!(await isLiveTeam(tx, orgId, input.teamId))) fields.teamId = 'no such team in this organization';
   }
   if (Object.keys(fields).length) throw validation(fields);
 }
@@ -363,11 +359,7 @@ export async function createAgentKey(
 /** The keys of one agent. */
 export async function listAgentKeys(db: Db, principal: Actor, id: string) {
   await getAgent(db, principal, id);
-  const rows = await db
-    .select()
-    .from(apiKeys)
-    .where(and(eq(apiKeys.organizationId, principal.organizationId), eq(apiKeys.agentId, id)))
-    .orderBy(desc(apiKeys.createdAt));
+  const rows = await listKeysOfAgent(db, principal.organizationId, id);
   return rows.map(apiKeyView);
 }
 
@@ -376,10 +368,8 @@ export async function deleteAgentKey(db: Db, ctx: AuditContext, id: string, keyI
   const orgId = ctx.principal.organizationId;
   const hash = await db.transaction(async (tx) => {
     await getAgent(tx, ctx.principal, id);
-    const where = and(eq(apiKeys.organizationId, orgId), eq(apiKeys.agentId, id), eq(apiKeys.id, keyId));
-    const [row] = await tx.select().from(apiKeys).where(where);
+    const row = await deleteKeyOfAgent(tx, orgId, id, keyId);
     if (!row) throw notFound('API key');
-    await tx.delete(apiKeys).where(where);
     await writeAudit(tx, ctx, { action: 'api_key.delete', resourceType: 'api_key', resourceId: keyId, before: apiKeyView(row), metadata: { agentId: id } });
     return row.keyHash;
   });

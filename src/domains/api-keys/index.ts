@@ -4,6 +4,11 @@ import { AUTH_KEY_CACHE } from '../../core/cache-names.js';
 import { apiKeyRoutes } from './routes.js';
 import { apiKeyView, getApiKey, insertKey, resolveExpiry } from './service.js';
 
+// What other domains call: the api_keys table stays this module's.
+export { apiKeyView, deleteKeyOfAgent, insertKey, listKeysOfAgent, resolveExpiry } from './service.js';
+export { environmentOfKey, generateKey } from './key-material.js';
+export { apiKeySchema, apiKeyWithSecretSchema } from './schemas.js';
+
 export const apiKeysModule = defineModule({
   name: 'api-keys',
   routes: apiKeyRoutes,

@@ -6,8 +6,7 @@ import { systemClock, type Clock } from '../../core/clock.js';
 import { organizations } from '../../db/schema/index.js';
 import { ALL_SCOPES, type Scope } from '../../http/principal.js';
 import type { Environment } from '../../http/validation.js';
-import { apiKeyView, insertKey } from '../api-keys/service.js';
-import { environmentOfKey, generateKey } from '../api-keys/key-material.js';
+import { apiKeyView, environmentOfKey, generateKey, insertKey } from '../api-keys/index.js';
 import { initChain, writeAudit, type AuditContext } from '../audit/service.js';
 
 export const SYSTEM_ACTOR = 'system';

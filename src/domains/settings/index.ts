@@ -4,6 +4,9 @@ import { AUTH_ORG_CACHE } from '../../core/cache-names.js';
 import { settingsRoutes } from './routes.js';
 import { getOrganization, orgView, securityView } from './service.js';
 
+// What other domains call: the settings columns of organizations stay this module's.
+export { defaultKeyExpiryDays } from './service.js';
+
 export const settingsModule = defineModule({
   name: 'settings',
   routes: settingsRoutes,

@@ -84,3 +84,9 @@ export async function updateOrgSettings(db: Db, ctx: AuditContext, input: Update
     return orgView(row);
   });
 }
+
+/** The organization's default lifetime of a new API key, in days (undefined for an unknown organization). */
+export async function defaultKeyExpiryDays(db: Executor, orgId: string): Promise<number | undefined> {
+  const [org] = await db.select({ days: organizations.defaultKeyExpiryDays }).from(organizations).where(eq(organizations.id, orgId));
+  return org?.days;
+}

@@ -4,6 +4,9 @@ import { TEAMS_RESPONSE_CACHE } from '../../core/cache-names.js';
 import { teamRoutes } from './routes.js';
 import { getTeam } from './service.js';
 
+// What other domains call: the teams tables stay this module's.
+export { isLiveTeam } from './service.js';
+
 export const teamsModule = defineModule({
   name: 'teams',
   routes: teamRoutes,

@@ -2,6 +2,9 @@
 import { defineModule } from '../../core/module.js';
 import { createUser, findUser, upsertUserFromToken } from './service.js';
 
+// What other domains call: the users table stays this module's.
+export { findUser } from './service.js';
+
 export const usersModule = defineModule({
   name: 'users',
   needs: ['db'],
