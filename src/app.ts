@@ -4,7 +4,7 @@
  * tests build as many isolated apps as they like.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import {
@@ -13,7 +13,6 @@ import {
   serializerCompiler,
   validatorCompiler,
 } from 'fastify-type-provider-zod';
-import type { FastifyPluginAsync } from 'fastify';
 import type { ResponseCache } from './lib/response-cache.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
