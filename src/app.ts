@@ -1,9 +1,10 @@
 /**
- * buildApp(deps): the HTTP application: plugins, hooks and routes. No global state: everything
- * comes from `deps`, so tests build as many isolated apps as they like.
+ * buildApp(deps): the HTTP application: plugins, hooks and the routes of every module
+ * (src/modules.ts). No global state: everything comes from the container (src/container.ts), so
+ * tests build as many isolated apps as they like.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import {
@@ -12,44 +13,29 @@ import {
   serializerCompiler,
   validatorCompiler,
 } from 'fastify-type-provider-zod';
-import type { Config } from './config.js';
-import type { Database, Db } from './db/client.js';
-import type { SharedState } from './lib/shared-state.js';
-import { ResponseCache } from './lib/response-cache.js';
+import type { ResponseCache } from './lib/response-cache.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
-import { apiKeyRoutes } from './domains/api-keys/routes.js';
-import { auditRoutes } from './domains/audit/routes.js';
 import { ephemeralSigner, type AuditSigner } from './domains/audit/signer.js';
 import { VERIFY_PAGE_SIZE } from './domains/audit/service.js';
-import { agentRoutes } from './domains/agents/routes.js';
-import { traceRoutes } from './domains/traces/routes.js';
-import { loadPriceTable, Pricing } from './domains/traces/pricing.js';
-import { noSubscriptions, type Subscriptions } from './domains/events/subscriptions.js';
-import { healthRoutes, probeRoutes } from './domains/health/routes.js';
-import { settingsRoutes } from './domains/settings/routes.js';
-import { teamRoutes } from './domains/teams/routes.js';
-import { savedFilterRoutes } from './domains/saved-filters/routes.js';
+import type { Pricing } from './domains/traces/pricing.js';
+import type { Subscriptions } from './domains/events/subscriptions.js';
+import { assemble, type Container, type Infrastructure } from './container.js';
+import { modules } from './modules.js';
 
-export interface AppDeps {
-  config: Config;
-  database: Database;
-  state: SharedState;
+/** A built container, or what one is assembled from (config, database, shared state). */
+export type AppDeps = (Container | Infrastructure) & {
   /** The audit checkpoint signer (main.ts loads it) and the verify batch size; see docs/decisions.md "Audit checkpoints". */
   audit?: { signer?: AuditSigner; verifyPageSize?: number };
-}
+};
 
 export interface AuditServices {
   signer: AuditSigner;
   verifyPageSize: number;
 }
 
-export interface AppServices {
-  config: Config;
-  database: Database;
-  db: Db;
-  state: SharedState;
+export interface AppServices extends Container {
   auth: Authenticator;
   usage: UsageRecorder;
   pricing: Pricing;
@@ -67,7 +53,8 @@ declare module 'fastify' {
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the API application (not listening yet). */
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
+  const deps: Container = 'services' in input ? input : assemble(input);
   const { config } = deps;
   const app = Fastify({
     logger: {
@@ -91,14 +78,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
+  deps.afterCommit.useLogger(app.log);
   const usage = new UsageRecorder(deps.database.db, app.log);
-  const auth = new Authenticator(deps.database.db, config, deps.state, usage);
-  const pricing = new Pricing(loadPriceTable(config.PRICE_TABLE_PATH));
-  const cache = new ResponseCache(deps.state);
+  const auth = new Authenticator(deps.database.db, config, deps.state, usage, deps.clock);
+  const { pricing } = deps.services.traces;
+  const { subscriptions } = deps.services.events;
   // Without a signer (tests, embedders) the app vouches with a key that dies with it: checkpoints
   // it did not sign are then reported as signed by another key.
-  const audit: AuditServices = { signer: deps.audit?.signer ?? ephemeralSigner(), verifyPageSize: deps.audit?.verifyPageSize ?? VERIFY_PAGE_SIZE };
-  app.decorate('deps', { ...deps, db: deps.database.db, auth, usage, pricing, subscriptions: noSubscriptions, cache, audit });
+  const audit: AuditServices = { signer: input.audit?.signer ?? ephemeralSigner(), verifyPageSize: input.audit?.verifyPageSize ?? VERIFY_PAGE_SIZE };
+  app.decorate('deps', { ...deps, auth, usage, pricing, subscriptions, cache: deps.responseCache, audit });
   app.addHook('onClose', async () => usage.stop());
 
   app.addHook('onRequest', async (request, reply) => {
@@ -137,17 +125,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/api-docs', uiConfig: { deepLinking: true } });
   app.get('/api-docs.json', { config: { auth: { public: true } }, schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(probeRoutes);
+  // Core types a module's routes loosely (it knows nothing of HTTP); here they are Fastify plugins.
+  const plugin = (routes: unknown) => routes as FastifyPluginAsync;
+  for (const m of modules) if ('rootRoutes' in m && m.rootRoutes) await app.register(plugin(m.rootRoutes));
   await app.register(
     async (v1) => {
-      await v1.register(healthRoutes);
-      await v1.register(apiKeyRoutes);
-      await v1.register(settingsRoutes);
-      await v1.register(teamRoutes);
-      await v1.register(savedFilterRoutes);
-      await v1.register(auditRoutes);
-      await v1.register(agentRoutes);
-      await v1.register(traceRoutes);
+      for (const m of modules) if ('routes' in m && m.routes) await v1.register(plugin(m.routes));
     },
     { prefix: '/api/v1' },
   );

@@ -1,11 +1,9 @@
 /**
- * Entry point: configuration, database (migrated), shared state, then the process's role
- * (AGOV_ROLE: API, jobs, or both; see docs/decisions.md, "Process roles"); graceful shutdown.
+ * Entry point: configuration, the container (database migrated, shared state, services), then the
+ * process's role (AGOV_ROLE: API, jobs, or both; see docs/decisions.md, "Process roles"); graceful shutdown.
  */
-import { openDatabase } from './db/client.js';
 import { parseConfig } from './config.js';
-import { memoryState, redisState, type SharedState } from './lib/shared-state.js';
-import { headlessInit } from './domains/organizations/service.js';
+import { openContainer } from './container.js';
 import { acquireDataDirLock } from './lib/data-dir-lock.js';
 import { roleRuns, startProcess } from './jobs/process.js';
 import { loadAuditSigner } from './domains/audit/signer.js';
@@ -16,9 +14,8 @@ async function main() {
   const config = parseConfig();
   const runs = roleRuns(config.AGOV_ROLE);
   if (!config.DATABASE_URL) acquireDataDirLock(config.DATA_DIR, 'server');
-  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DATABASE_POOL_SIZE });
-  await database.migrate();
-  const state: SharedState = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
+  const container = await openContainer(config);
+  const { database, state } = container;
   // The logger exists once the app does: keep the signer's messages until then.
   const signerLog: Array<['info' | 'warn', string]> = [];
   const signer = loadAuditSigner(
@@ -30,17 +27,19 @@ async function main() {
     config,
     database,
     state,
+    container,
+    now: () => container.clock.now(),
     audit: { signer },
     jobs: (runner) => {
       // Checked every 10 s (or the interval, if shorter): a head that moved AUDIT_CHECKPOINT_EVERY entries is
       // signed within that time, one that moved at all within AUDIT_CHECKPOINT_INTERVAL_SECONDS.
       runner.schedule('audit-checkpoints', { everyMs: Math.min(everyMs, 10_000) }, async () => {
-        await createDueCheckpoints({ db: database.db, signer, now: new Date(), everyEntries: config.AUDIT_CHECKPOINT_EVERY, everyMs });
+        await createDueCheckpoints({ db: database.db, signer, now: container.clock.now(), everyEntries: config.AUDIT_CHECKPOINT_EVERY, everyMs });
       });
       // Trace retention (TRACE_RETENTION_DAYS; 0 keeps everything): hourly, in bounded batches; a run
       // that hit its cap leaves the rest to the next hour rather than holding the worker.
       runner.schedule('trace-retention', { everyMs: 3_600_000 }, async () => {
-        const before = traceRetentionCutoff(config.TRACE_RETENTION_DAYS, new Date());
+        const before = traceRetentionCutoff(config.TRACE_RETENTION_DAYS, container.clock.now());
         if (before) await deleteExpiredTraces(database.db, { before });
       });
     },
@@ -51,7 +50,7 @@ async function main() {
   // Contract: a checkpoint at start-up wherever the head moved.
   // Deliberate fail-open: the API starts even when signing fails; verify then shows the unsigned tail.
   try {
-    const run = await createDueCheckpoints({ db: database.db, signer, now: new Date(), everyEntries: 1, everyMs });
+    const run = await createDueCheckpoints({ db: database.db, signer, now: container.clock.now(), everyEntries: 1, everyMs });
     if (run.created.length) app.log.info(`audit: signed ${run.created.length} checkpoint(s) at start-up`);
     for (const r of run.refused) app.log.error(r, 'audit: chain head not signed: it does not continue the last checkpoint');
   } catch (err) {
@@ -60,7 +59,7 @@ async function main() {
 
   // The bootstrap belongs to the instances that serve the API, so a worker never races them to it.
   if (runs.api) {
-    const init = await headlessInit(database.db, config.AGOV_INIT_ORG_NAME, config.AGOV_INIT_ADMIN_KEY);
+    const init = await container.services.organizations.headlessInit(config.AGOV_INIT_ORG_NAME, config.AGOV_INIT_ADMIN_KEY);
     if (init.created) app.log.info({ organizationId: init.organizationId }, `headless init: created organization "${init.name}" with the admin key from AGOV_INIT_ADMIN_KEY`);
     else if (init.reason !== 'not configured') app.log.warn(`headless init skipped: ${init.reason}`);
   }
@@ -86,8 +85,7 @@ async function main() {
     force.unref();
     try {
       await proc.close(); // stops claiming, waits for running jobs, then drains requests and flushes usage
-      await state.close();
-      await database.close();
+      await container.close(); // shared state, then the database
     } finally {
       process.exit(0);
     }

@@ -39,11 +39,24 @@ describe('API key authentication', () => {
     const key = generateKey('production');
     await insertKey(t.database.db, {
       organizationId: org.orgId, key, name: 'old', environment: 'production', scopes: ['agent:read'], createdBy: 'test',
-      expiresAt: new Date(Date.now() - 1000),
+      expiresAt: new Date(t.clock.now().getTime() - 1000),
     });
     const res = await health({ 'x-api-key': key });
     expect(res.statusCode).toBe(401);
     expect(res.json().error.message).toMatch(/expired/);
+  });
+
+  it('a key stops working when the clock passes its expiresAt, even while cached', async () => {
+    const expiresAt = new Date(Date.now() + 3_600_000);
+    const k = await createKey(org, { scopes: ['agent:read'], expiresAt: expiresAt.toISOString() });
+    expect((await health({ 'x-api-key': k.key })).statusCode).toBe(200);
+    t.clock.set(expiresAt.getTime() - 1);
+    expect((await health({ 'x-api-key': k.key })).statusCode).toBe(200);
+    t.clock.set(expiresAt);
+    const res = await health({ 'x-api-key': k.key });
+    expect(res.statusCode).toBe(401);
+    expect(res.json().error.message).toMatch(/expired/);
+    t.clock.set(Date.now());
   });
 
   it('a deleted or rotated key stops working at once (cache invalidated)', async () => {

@@ -6,7 +6,9 @@ import { Readable } from 'node:stream';
 import { DrizzleQueryError } from 'drizzle-orm';
 import Fastify, { type RouteHandlerMethod } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { AppError, registerErrorHandling, sqlStateOf } from '../src/http/errors.js';
+import { validation } from '../src/core/errors.js';
+import { sqlStateOf } from '../src/core/db-errors.js';
+import { registerErrorHandling } from '../src/http/errors.js';
 import { sendExport } from '../src/http/export.js';
 
 const pgError = (code: string) => Object.assign(new Error('database says no'), { code });
@@ -47,7 +49,7 @@ describe('error handling', () => {
       reply.type('text/csv; charset=utf-8').header('Content-Disposition', 'attachment; filename="x.csv"');
       const stream = new Readable({
         read() {
-          this.destroy(new AppError(422, 'VALIDATION_ERROR', 'bad filter', { from: 'out of range' }));
+          this.destroy(validation({ from: 'out of range' }, 'bad filter'));
         },
       });
       return reply.send(stream);

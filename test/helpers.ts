@@ -1,4 +1,8 @@
-/** Test harness: a real app on a real database (in-memory PGlite, or DATABASE_URL), real Redis when REDIS_URL is set. */
+/**
+ * Test harness: a real app on a real database (a copy of the migrated template: in-memory PGlite,
+ * or DATABASE_URL), real Redis when REDIS_URL is set, built by the same container as the server,
+ * on a test clock.
+ */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
@@ -7,7 +11,8 @@ import { SignJWT } from 'jose';
 import { buildApp } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/client.js';
-import { createOrganization } from '../src/domains/organizations/service.js';
+import { assemble, type Container } from '../src/container.js';
+import { TestClock } from '../src/core/clock.js';
 import { memoryState, redisState, type SharedState } from '../src/lib/shared-state.js';
 import { onServer, withDatabase } from './global-setup.js';
 
@@ -17,11 +22,17 @@ export interface TestApp {
   app: FastifyInstance;
   database: Database;
   state: SharedState;
+  /** The app's clock: stands at the time the app was built until a test sets or advances it. */
+  clock: TestClock;
+  container: Container;
   close(): Promise<void>;
 }
 
-/** Builds an app on a fresh PGlite (or the shared PostgreSQL of DATABASE_URL) with generous rate limits. */
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+/**
+ * Builds an app on a copy of the migrated template (a fresh PGlite, or this file's PostgreSQL database) with generous rate
+ * limits. `opts.state` replaces the configured shared state (e.g. one whose publishes fail).
+ */
+export async function createTestApp(env: Record<string, string> = {}, opts: { state?: SharedState } = {}): Promise<TestApp> {
   const config = parseConfig({
     LOG_LEVEL: 'silent',
     RATE_LIMIT_CONTROL_PER_MINUTE: '1000000',
@@ -32,18 +43,21 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     REDIS_URL: process.env.REDIS_URL ?? '',
     ...env,
   });
+  const clock = new TestClock();
   const database = await openTestDatabase();
-  const state = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
-  const app = await buildApp({ config, database, state });
+  const state = opts.state ?? (config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState());
+  const container = assemble({ config, database, state, clock });
+  const app = await buildApp(container);
   await app.ready();
   return {
     app,
-    database,
-    state,
+    database: container.database,
+    state: container.state,
+    clock,
+    container,
     async close() {
       await app.close();
-      await state.close();
-      await database.close();
+      await container.close();
     },
   };
 }
@@ -93,7 +107,7 @@ export interface TestOrg {
 
 /** Creates an organization with an admin key, as `agov init` does. */
 export async function createOrg(t: TestApp, name = 'Acme'): Promise<TestOrg> {
-  const { organization, key } = await createOrganization(t.database.db, { name: `${name} ${Math.random().toString(36).slice(2, 8)}` });
+  const { organization, key } = await t.container.services.organizations.create({ name: `${name} ${Math.random().toString(36).slice(2, 8)}` });
   return {
     orgId: organization.id,
     key,

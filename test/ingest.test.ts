@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq } from 'drizzle-orm';
 import { outboxEvents, traces } from '../src/db/schema/index.js';
 import { createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
@@ -11,6 +11,10 @@ beforeAll(async () => {
   org = await createOrg(t);
 });
 afterAll(() => t.close());
+// Tests that move the clock put it back to the present for the next.
+afterEach(() => {
+  t.clock.set(Date.now());
+});
 
 async function agent(o: TestOrg, body: Record<string, unknown> = {}) {
   const res = await o.req({
@@ -144,6 +148,8 @@ describe('POST /traces/ingest', () => {
   });
 
   it('budget_warning and budget_exceeded fire once a month; pause_agent pauses the agent', async () => {
+    // Mid-month on the test clock: every send below lands in the same budget month.
+    t.clock.set('2026-04-15T12:00:00Z');
     const o = await createOrg(t);
     const a = await agent(o);
     await o.req({ method: 'PUT', url: `/api/v1/agents/${a.id}/budget`, payload: { monthlyBudgetUsd: 1, budgetAction: 'pause_agent', warningThresholdPct: 50 } });
@@ -167,6 +173,33 @@ describe('POST /traces/ingest', () => {
     expect(await count('budget_exceeded')).toBe(1);
     const budget = (await o.req({ method: 'GET', url: `/api/v1/agents/${a.id}/budget` })).json().data;
     expect(budget).toMatchObject({ currentMonthSpend: 1.7, percentUsed: 170, willExceedBudget: true });
+  });
+
+  it('a new month starts spend and budget events over (the budget month follows the injected clock)', async () => {
+    t.clock.set('2026-01-31T23:59:00Z');
+    const o = await createOrg(t);
+    const a = await agent(o);
+    await o.req({ method: 'PUT', url: `/api/v1/agents/${a.id}/budget`, payload: { monthlyBudgetUsd: 1, budgetAction: 'alert', warningThresholdPct: 50 } });
+    const send = (cost: number) => ingest(o, [{ traceId: randomUUID(), agentId: a.agentId, costUsd: cost }]);
+    const events = async (type: string) =>
+      (await t.database.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, o.orgId), eq(outboxEvents.type, type))))
+        .map((e) => (e.data as { month: string }).month)
+        .sort();
+    const budget = async () => (await o.req({ method: 'GET', url: `/api/v1/agents/${a.id}/budget` })).json().data;
+
+    await send(1.2);
+    expect(await events('budget_exceeded')).toEqual(['2026-01']);
+    expect(await budget()).toMatchObject({ currentMonthSpend: 1.2, daysRemainingInPeriod: 1 });
+
+    t.clock.advance(2 * 60_000); // 2026-02-01T00:01Z
+    expect(await budget()).toMatchObject({ currentMonthSpend: 0, percentUsed: 0, daysRemainingInPeriod: 28 });
+    expect((await getAgent(o, a.id)).currentMonthCostUsd).toBe(0);
+    await send(0.6);
+    expect(await events('budget_warning')).toEqual(['2026-01', '2026-02']);
+    expect(await events('budget_exceeded')).toEqual(['2026-01']);
+    await send(0.5);
+    expect(await events('budget_exceeded')).toEqual(['2026-01', '2026-02']);
+    expect((await budget()).currentMonthSpend).toBeCloseTo(1.1, 9);
   });
 
   it('an agent-scoped key ingests for its own agent only', async () => {

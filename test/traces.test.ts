@@ -18,7 +18,8 @@ beforeAll(async () => {
   org = await createOrg(t);
   a = await agent(org);
   b = await agent(org, 'staging');
-  const now = Date.now();
+  // Midday on the test clock: the traces below fall on one UTC day whatever time the suite runs.
+  const now = t.clock.set('2026-03-10T12:00:00Z').now().getTime();
   const at = (minAgo: number) => new Date(now - minAgo * 60_000).toISOString();
   const res = await org.req({
     method: 'POST', url: '/api/v1/traces/ingest',
@@ -50,7 +51,7 @@ describe('GET /traces', () => {
     expect(traceIdsOf(await get(`/traces?agentId=${a.id}&status=error`))).toEqual(['tool']);
     expect(traceIdsOf(await get('/traces?environment=staging'))).toEqual(['other']);
     expect(traceIdsOf(await get('/traces?sessionId=s1'))).toEqual(['llm', 'root']);
-    const since = new Date(Date.now() - 60 * 60_000).toISOString();
+    const since = new Date(t.clock.now().getTime() - 60 * 60_000).toISOString();
     expect((await get(`/traces?startTime=${encodeURIComponent(since)}`)).json().meta.total).toBe(4);
     expect(traceIdsOf(await get(`/traces?endTime=${encodeURIComponent(since)}`))).toEqual(['other']);
     expect(traceIdsOf(await get('/traces?limit=2&offset=1'))).toEqual(['tool', 'llm']);
@@ -154,7 +155,7 @@ describe('stats and export', () => {
     expect(lines[0].startsWith('id,traceId,agentId,parentTraceId,timestamp')).toBe(true);
     expect(lines).toHaveLength(2);
     expect(lines[1]).toContain('database timeout while reading orders');
-    const today = new Date().toISOString().slice(0, 10);
+    const today = t.clock.now().toISOString().slice(0, 10);
     expect((await get(`/traces/export?startDate=${today}&endDate=${today}`)).json().data.length).toBeGreaterThanOrEqual(4);
     expect((await get('/traces/export?format=xml')).statusCode).toBe(422);
   });

@@ -4,24 +4,23 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { parseConfig } from '../config.js';
-import { openDatabase, type Database } from '../db/client.js';
-import { createOrganization } from '../domains/organizations/service.js';
-import { createUser } from '../domains/users/service.js';
+import { openContainer, type Container } from '../container.js';
+import { memoryState } from '../lib/shared-state.js';
 import { acquireDataDirLock } from '../lib/data-dir-lock.js';
 import { ROLES } from '../http/principal.js';
-import { sqlStateOf } from '../http/errors.js';
+import { sqlStateOf } from '../core/db-errors.js';
 import { environmentEnum } from '../http/validation.js';
 
-async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
+async function withDatabase<T>(fn: (c: Container) => Promise<T>): Promise<T> {
   const config = parseConfig();
   // The embedded database cannot be opened by two processes at once.
   if (!config.DATABASE_URL) acquireDataDirLock(config.DATA_DIR, 'agov CLI');
-  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 2 });
+  // The CLI's commands publish no cache invalidation, so it needs no Redis (and works while it is down).
+  const container = await openContainer(config, { poolSize: 2, state: memoryState() });
   try {
-    await database.migrate();
-    return await fn(database);
+    return await fn(container);
   } finally {
-    await database.close();
+    await container.close();
   }
 }
 
@@ -45,7 +44,7 @@ program
   .action(async (opts: { org: string; environment: string; json?: boolean }) => {
     const env = environmentEnum.safeParse(opts.environment);
     if (!env.success) throw new InvalidArgumentError('--environment must be production, staging or development');
-    const out = await withDatabase((d) => createOrganization(d.db, { name: opts.org, environment: env.data, actor: 'cli' }));
+    const out = await withDatabase((c) => c.services.organizations.create({ name: opts.org, environment: env.data, actor: 'cli' }));
     if (opts.json) {
       console.log(JSON.stringify({ organizationId: out.organization.id, name: out.organization.name, apiKeyId: out.apiKey.id, apiKey: out.key }));
       return;
@@ -65,7 +64,7 @@ program
   .action(async (opts: { orgId: string; email: string; name: string; role: string }) => {
     if (!(ROLES as readonly string[]).includes(opts.role)) throw new InvalidArgumentError('--role must be viewer, developer or admin');
     if (!/^[0-9a-f-]{36}$/i.test(opts.orgId)) throw new InvalidArgumentError('--org-id must be a uuid');
-    const user = await withDatabase((d) => createUser(d.db, { organizationId: opts.orgId, email: opts.email, name: opts.name, role: opts.role }));
+    const user = await withDatabase((c) => c.services.users.create({ organizationId: opts.orgId, email: opts.email, name: opts.name, role: opts.role }));
     console.log(JSON.stringify({ id: user.id, email: user.email, name: user.name, role: user.role }));
   });
 
@@ -73,7 +72,7 @@ program
   .command('migrate')
   .description('Apply database migrations (the server also does this on start)')
   .action(async () => {
-    await withDatabase(async (d) => console.log(`Migrations applied to ${d.describe}`));
+    await withDatabase(async (c) => console.log(`Migrations applied to ${c.database.describe}`));
   });
 
 program.parseAsync().catch((err: unknown) => {

@@ -10,8 +10,9 @@ import type { Db } from '../db/client.js';
 import { apiKeys, organizations } from '../db/schema/index.js';
 import { hashKey, looksLikeKey } from '../domains/api-keys/key-material.js';
 import type { SharedState } from '../lib/shared-state.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { compileAllowlist, ipAllowed } from '../lib/ip.js';
-import { AppError, forbidden, unauthorized } from './errors.js';
+import { forbidden, rateLimited, unauthorized } from '../core/errors.js';
 import { roleAtLeast, roleForScopes, ROLES, type Principal, type Role, type RouteAuth, type Scope } from './principal.js';
 import { upsertUserFromToken } from '../domains/users/service.js';
 
@@ -102,11 +103,18 @@ export class Authenticator {
     private config: Config,
     private state: SharedState,
     readonly usage: UsageRecorder,
+    // Key expiry is a rule: it reads the injected clock, as the expiry's default did (src/core/clock.ts).
+    private clock: Clock = systemClock,
   ) {
     this.ttlMs = config.AUTH_CACHE_TTL_SECONDS * 1000;
     if (config.AUTH_JWKS_URL) this.jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
     if (config.AUTH_JWT_SECRET) this.secret = new TextEncoder().encode(config.AUTH_JWT_SECRET);
     state.subscribe(AUTH_CHANNEL, (m) => this.drop(m));
+    // Invalidations published while the subscriber was away are lost: forget every cached key and org.
+    state.onReconnect(() => {
+      this.keys.clear();
+      this.orgs.clear();
+    });
   }
 
   private drop(message: string) {
@@ -184,7 +192,7 @@ export class Authenticator {
     if (key.length > 256) throw unauthorized('Invalid API key');
     const k = await this.lookupKey(hashKey(key));
     if (!k || !k.isActive) throw unauthorized('Invalid API key');
-    if (k.expiresAt !== null && k.expiresAt <= Date.now()) throw unauthorized('API key has expired');
+    if (k.expiresAt !== null && k.expiresAt <= this.clock.now().getTime()) throw unauthorized('API key has expired');
     const org = await this.lookupOrg(k.organizationId);
     if (!org) throw unauthorized('Invalid API key');
     if (!ipAllowed(ip, k.allow)) throw forbidden('Caller IP is not in the API key allowlist');
@@ -291,9 +299,7 @@ export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; 
     reply.header('X-RateLimit-Remaining', Math.max(0, limit - hit.count));
     reply.header('X-RateLimit-Reset', resetSeconds);
     if (hit.count > limit) {
-      throw new AppError(429, 'RATE_LIMITED', `Rate limit of ${limit} requests per minute exceeded`, undefined, {
-        'Retry-After': String(resetSeconds),
-      });
+      throw rateLimited(`Rate limit of ${limit} requests per minute exceeded`, resetSeconds);
     }
   });
 }

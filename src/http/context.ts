@@ -2,7 +2,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { AuditContext } from '../domains/audit/service.js';
 import type { Principal } from './principal.js';
-import { unauthorized } from './errors.js';
+import { unauthorized } from '../core/errors.js';
 
 /** The authenticated principal (the auth hook guarantees it on non-public routes). */
 export function principalOf(request: FastifyRequest): Principal {
@@ -10,8 +10,8 @@ export function principalOf(request: FastifyRequest): Principal {
   return request.principal;
 }
 
-/** Who and from where, for audit entries. */
+/** Who, from where and by which clock, for audit entries and the rules of the change. */
 export function auditContext(request: FastifyRequest): AuditContext {
   const ua = request.headers['user-agent'];
-  return { principal: principalOf(request), ip: request.ip ?? null, userAgent: typeof ua === 'string' ? ua : null };
+  return { principal: principalOf(request), ip: request.ip ?? null, userAgent: typeof ua === 'string' ? ua : null, clock: request.server.deps.clock };
 }

@@ -1,28 +1,26 @@
 /**
- * Typed errors thrown by services, and the one error handler that maps everything to the
- * `{ error: { code, message, fields? } }` body. No stack or SQL ever reaches a client.
+ * The one error handler that maps everything to the `{ error: { code, message, fields? } }` body:
+ * domain errors (src/core/errors.ts) by their code, through one status table. No stack or SQL
+ * ever reaches a client.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { DomainError, type ErrorCode } from '../core/errors.js';
+import { constraintOf, isDataException, isUniqueViolation, sqlStateOf } from '../core/db-errors.js';
 
-export class AppError extends Error {
-  constructor(
-    readonly statusCode: number,
-    readonly code: string,
-    message: string,
-    readonly fields?: Record<string, string>,
-    readonly headers?: Record<string, string>,
-  ) {
-    super(message);
-  }
-}
+// The one place a domain error code becomes an HTTP status.
+const STATUS_OF: Record<ErrorCode, number> = {
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  INVALID_TRANSITION: 409,
+  FORBIDDEN: 403,
+  UNAUTHORIZED: 401,
+  VALIDATION_ERROR: 422,
+  RATE_LIMITED: 429,
+};
 
-export const notFound = (what = 'Resource') => new AppError(404, 'NOT_FOUND', `${what} not found`);
-export const conflict = (message: string, code = 'CONFLICT') => new AppError(409, code, message);
-export const forbidden = (message = 'Insufficient permissions') => new AppError(403, 'FORBIDDEN', message);
-export const unauthorized = (message = 'Missing or invalid credentials') => new AppError(401, 'UNAUTHORIZED', message);
-export const validation = (fields: Record<string, string>, message = 'Request validation failed') =>
-  new AppError(422, 'VALIDATION_ERROR', message, fields);
+/** The HTTP status of a domain error (500 for a code the table does not know: a programming error). */
+export const statusOf = (err: DomainError) => STATUS_OF[err.code as ErrorCode] ?? 500;
 
 interface ValidationIssue {
   instancePath?: string;
@@ -42,40 +40,6 @@ function fieldsFrom(issues: ValidationIssue[]): Record<string, string> {
     fields[key] ??= v.params?.issue?.message ?? v.message ?? 'Invalid value';
   }
   return fields;
-}
-
-// Postgres error classes that can only come from a value we should have rejected earlier:
-// a safety net, so a gap in validation is still a 4xx and never a 500.
-const PG_CONFLICT = new Set(['23505']);
-const PG_BAD_VALUE_CLASS = '22';
-const SQLSTATE = /^[0-9A-Z]{5}$/;
-
-/**
- * The SQLSTATE of a database error, or undefined. Drizzle wraps driver errors (pg's DatabaseError,
- * PGlite's) in DrizzleQueryError with the original as `cause`, so the chain is followed.
- */
-export function sqlStateOf(err: unknown): string | undefined {
-  let e: unknown = err;
-  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && SQLSTATE.test(code)) return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-/**
- * The constraint (and table) a database error names, following the same cause chain; never the
- * query, its parameters or the detail text, which carry request data.
- */
-export function constraintOf(err: unknown): { constraint?: string; table?: string } {
-  let e: unknown = err;
-  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
-    const { constraint, table } = e as { constraint?: unknown; table?: unknown };
-    if (typeof constraint === 'string') return { constraint, ...(typeof table === 'string' ? { table } : {}) };
-    e = (e as { cause?: unknown }).cause;
-  }
-  return {};
 }
 
 /**
@@ -104,11 +68,16 @@ export function registerErrorHandling(app: FastifyInstance) {
     // JSON whatever it was, or Fastify refuses to serialize it and sends its own 500 body instead.
     reply.type('application/json; charset=utf-8');
     reply.removeHeader('content-disposition');
-    if (err instanceof AppError) {
-      if (err.headers) reply.headers(err.headers);
-      return reply
-        .code(err.statusCode)
-        .send({ error: { code: err.code, message: err.message, ...(err.fields ? { fields: err.fields } : {}) } });
+    const domainError: unknown = err;
+    if (domainError instanceof DomainError) {
+      const status = statusOf(domainError);
+      if (status === 500) {
+        request.log.error({ err }, 'domain error with an unmapped code');
+        return reply.code(500).send({ error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } });
+      }
+      const { headers, code, message, fields } = domainError;
+      if (headers) reply.headers(headers);
+      return reply.code(status).send({ error: { code, message, ...(fields ? { fields } : {}) } });
     }
     if (hasZodFastifySchemaValidationErrors(err)) {
       // A malformed path id cannot name anything that exists: 404, as contract.md says.
@@ -135,14 +104,13 @@ export function registerErrorHandling(app: FastifyInstance) {
           .code(415)
           .send({ error: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Send JSON with Content-Type: application/json' } });
     }
-    const state = sqlStateOf(err);
-    if (state && PG_CONFLICT.has(state)) {
+    if (isUniqueViolation(err)) {
       // A service should have answered its own 409: whatever reaches this net is a missed case
       // (or a broken key) and is logged, without the error itself (its message holds parameters).
-      request.log.warn({ sqlState: state, ...constraintOf(err) }, 'unique violation reached the error handler');
+      request.log.warn({ sqlState: sqlStateOf(err), ...constraintOf(err) }, 'unique violation reached the error handler');
       return reply.code(409).send({ error: { code: 'CONFLICT', message: 'Conflicts with an existing resource' } });
     }
-    if (state && state.startsWith(PG_BAD_VALUE_CLASS)) {
+    if (isDataException(err)) {
       request.log.warn({ err }, 'database rejected a value that validation let through');
       return reply.code(422).send({ error: { code: 'VALIDATION_ERROR', message: 'A value is out of range', fields: {} } });
     }

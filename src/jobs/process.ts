@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type AppDeps } from '../app.js';
+import type { Container } from '../container.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import type { SharedState } from '../lib/shared-state.js';
@@ -30,6 +31,8 @@ export interface StartProcessOptions {
   config: Config;
   database: Database;
   state: SharedState;
+  /** The container already built from them (main.ts); without one, buildApp assembles its own. */
+  container?: Container;
   /** The audit checkpoint signer and verify batch size (passed to buildApp). */
   audit?: AppDeps['audit'];
   /** Registers job types and schedules before the runner starts (the domains' jobs, or a test's). */
@@ -41,7 +44,7 @@ export interface StartProcessOptions {
 export async function startProcess(opts: StartProcessOptions): Promise<ServiceProcess> {
   const { config, database, state } = opts;
   const runs = roleRuns(config.AGOV_ROLE);
-  const app = await buildApp({ config, database, state, audit: opts.audit });
+  const app = await buildApp({ ...(opts.container ?? { config, database, state }), audit: opts.audit });
   const runner = new JobRunner({
     db: database.db,
     log: app.log,

@@ -21,6 +21,8 @@ export class ResponseCache {
     private maxEntries = 10_000,
   ) {
     state.subscribe(CHANNEL, (m) => this.bump(m));
+    // Invalidations published while the subscriber was away are lost: forget every page.
+    state.onReconnect(() => this.entries.clear());
   }
 
   private bump(scopeKey: string) {
@@ -53,11 +55,9 @@ export class ResponseCache {
 
   /** Call after a change to the scope commits: every instance stops serving older pages. */
   async invalidate(orgId: string, scope: string) {
+    // This instance is current at once; if the publish fails (run through afterCommit, which logs
+    // and counts it), other instances catch up within the TTL.
     this.bump(`${orgId}:${scope}`);
-    try {
-      await this.state.publish(CHANNEL, `${orgId}:${scope}`);
-    } catch {
-      // Other instances then catch up within the TTL; this one is already current.
-    }
+    await this.state.publish(CHANNEL, `${orgId}:${scope}`);
   }
 }

@@ -17,6 +17,11 @@ export interface SharedState {
   hit(key: string, windowMs: number): Promise<WindowCount>;
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): void;
+  /**
+   * Registers a handler run when the pub/sub connection is back after a loss. Messages published
+   * while it was away are lost (pub/sub is at-most-once), so subscribers drop their local caches.
+   */
+  onReconnect(handler: () => void): void;
   /** True when the backing store answers. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -53,6 +58,8 @@ export function memoryState(): SharedState {
     subscribe(channel, handler) {
       bus.on(channel, handler);
     },
+    // The in-process bus never loses a message.
+    onReconnect() {},
     ping: async () => true,
     async close() {
       bus.removeAllListeners();
@@ -71,9 +78,20 @@ export async function redisState(url: string, prefix = 'agov:'): Promise<SharedS
     numberOfKeys: 1,
     lua: "local c = redis.call('INCR', KEYS[1]) if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return c",
   });
-  const sub = new Redis(url, { ...options, enableOfflineQueue: true });
+  // Named so that an operator (or a test) can tell this instance's subscriber apart in CLIENT LIST.
+  const sub = new Redis(url, { ...options, enableOfflineQueue: true, connectionName: `${prefix}sub` });
   cmd.on('error', () => {});
   sub.on('error', () => {});
+  // ioredis reconnects and resubscribes by itself; every `ready` after the first is a reconnect.
+  const reconnectHandlers: Array<() => void> = [];
+  let connectedOnce = false;
+  sub.on('ready', () => {
+    if (!connectedOnce) {
+      connectedOnce = true;
+      return;
+    }
+    for (const h of reconnectHandlers) h();
+  });
   await cmd.connect();
   await sub.connect();
   const handlers = new Map<string, Array<(m: string) => void>>();
@@ -100,6 +118,9 @@ export async function redisState(url: string, prefix = 'agov:'): Promise<SharedS
         handlers.set(channel, [handler]);
         void sub.subscribe(prefix + channel).catch(() => {});
       }
+    },
+    onReconnect(handler) {
+      reconnectHandlers.push(handler);
     },
     async ping() {
       try {

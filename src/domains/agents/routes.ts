@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { dataSchema, errorResponses, one, page, pageSchema } from '../../http/envelope.js';
 import { auditContext, principalOf } from '../../http/context.js';
 import { environmentEnum, idParams, pagination } from '../../http/validation.js';
-import { apiKeySchema, apiKeyWithSecretSchema } from '../api-keys/schemas.js';
+import { apiKeySchema, apiKeyWithSecretSchema } from '../api-keys/index.js';
 import {
   agentBudgetSchema,
   agentKeyParams,
@@ -33,7 +33,8 @@ const killSwitchResult = z
 
 export async function agentRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { db } = app.deps;
+  const { db, clock } = app.deps;
+  const forgetKey = app.deps.afterCommit.wrap('auth: forget a deleted agent key', (hash: string) => app.deps.auth.invalidateKey(hash));
 
   r.post('/agents', {
     config: { auth: write },
@@ -44,7 +45,7 @@ export async function agentRoutes(app: FastifyInstance) {
     config: { auth: read },
     schema: { tags, summary: 'List agents', querystring: listAgentsQuery, response: { 200: pageSchema(agentSchema), ...errorResponses } },
   }, async (req) => {
-    const { rows, total } = await svc.listAgents(db, principalOf(req).organizationId, req.query);
+    const { rows, total } = await svc.listAgents(db, principalOf(req).organizationId, req.query, clock.now());
     return page(rows, total, req.query.limit, req.query.offset);
   });
 
@@ -57,14 +58,14 @@ export async function agentRoutes(app: FastifyInstance) {
     config: { auth: analytics },
     schema: { tags, summary: 'Budgets of every agent with one', querystring: z.object(pagination), response: { 200: pageSchema(agentBudgetSchema), ...errorResponses } },
   }, async (req) => {
-    const { rows, total } = await svc.listBudgets(db, principalOf(req).organizationId, req.query.limit, req.query.offset);
+    const { rows, total } = await svc.listBudgets(db, principalOf(req).organizationId, req.query.limit, req.query.offset, clock.now());
     return page(rows, total, req.query.limit, req.query.offset);
   });
 
   r.get('/agents/:id', {
     config: { auth: { ...read, agentKeys: true } },
     schema: { tags, summary: 'Get an agent', params: idParams, response: { 200: dataSchema(agentSchema), ...errorResponses } },
-  }, async (req) => one(svc.agentView(await svc.getAgent(db, principalOf(req), req.params.id))));
+  }, async (req) => one(svc.agentView(await svc.getAgent(db, principalOf(req), req.params.id), clock.now())));
 
   r.patch('/agents/:id', {
     config: { auth: write },
@@ -95,12 +96,12 @@ export async function agentRoutes(app: FastifyInstance) {
   r.get('/agents/:id/budget', {
     config: { auth: analytics },
     schema: { tags, summary: 'Budget, month-to-date spend and projection', params: idParams, response: { 200: dataSchema(agentBudgetSchema), ...errorResponses } },
-  }, async (req) => one(svc.budgetView(await svc.getAgent(db, principalOf(req), req.params.id))));
+  }, async (req) => one(svc.budgetView(await svc.getAgent(db, principalOf(req), req.params.id), clock.now())));
 
   r.get('/agents/:id/stats', {
     config: { auth: analytics },
     schema: { tags, summary: 'Trace statistics for the last 24 h, 7 d and 30 d', params: idParams, response: { 200: dataSchema(agentStatsSchema), ...errorResponses } },
-  }, async (req) => one(await svc.agentStats(db, principalOf(req), req.params.id)));
+  }, async (req) => one(await svc.agentStats(db, principalOf(req), req.params.id, clock.now())));
 
   r.post('/agents/:id/keys', {
     config: { auth: admin },
@@ -119,7 +120,7 @@ export async function agentRoutes(app: FastifyInstance) {
     config: { auth: admin },
     schema: { tags, summary: "Delete one of an agent's keys", params: agentKeyParams, response: { 204: z.null().describe('No content'), ...errorResponses } },
   }, async (req, reply) => {
-    await svc.deleteAgentKey(db, auditContext(req), req.params.id, req.params.keyId, (h) => app.deps.auth.invalidateKey(h));
+    await svc.deleteAgentKey(db, auditContext(req), req.params.id, req.params.keyId, forgetKey);
     return reply.code(204).send(null);
   });
 }

@@ -1,13 +1,14 @@
 /** Agents: registration, lifecycle (pause, resume, archive, kill switch), budgets, stats and agent-scoped keys. */
-import { and, count, desc, eq, ilike, isNotNull, isNull, ne, or, sql, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, ilike, isNotNull, ne, or, sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
-import { agents, apiKeys, teams, users } from '../../db/schema/index.js';
-import { AppError, conflict, notFound, validation } from '../../http/errors.js';
-import type { Principal } from '../../http/principal.js';
+import { agents } from '../../db/schema/index.js';
+import { conflict, invalidTransition, notFound, validation } from '../../core/errors.js';
+import type { Actor } from '../../core/actor.js';
 import type { Environment } from '../../http/validation.js';
-import { apiKeyView, insertKey, resolveExpiry } from '../api-keys/service.js';
-import { generateKey } from '../api-keys/key-material.js';
+import { apiKeyView, deleteKeyOfAgent, generateKey, insertKey, listKeysOfAgent, resolveExpiry } from '../api-keys/index.js';
+import { isLiveTeam } from '../teams/index.js';
+import { findUser } from '../users/index.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import { emit } from '../events/outbox.js';
 import type { BudgetInput, ListAgentsQuery, RegisterAgentInput, UpdateAgentInput } from './schemas.js';
@@ -15,16 +16,16 @@ import type { BudgetInput, ListAgentsQuery, RegisterAgentInput, UpdateAgentInput
 type Row = typeof agents.$inferSelect;
 
 /** 'YYYY-MM' of a date in UTC: the budget period. */
-export const monthOf = (d = new Date()) => d.toISOString().slice(0, 7);
+export const monthOf = (d: Date) => d.toISOString().slice(0, 7);
 
 /** Spend of the current month (a row still carrying last month's spend reads as 0). */
-export const spendNow = (r: Pick<Row, 'spendMonth' | 'currentMonthCostUsd'>, now = new Date()) =>
+export const spendNow = (r: Pick<Row, 'spendMonth' | 'currentMonthCostUsd'>, now: Date) =>
   r.spendMonth === monthOf(now) ? r.currentMonthCostUsd : 0;
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
-/** The Agent resource. */
-export const agentView = (r: Row) => ({
+/** The Agent resource, as of `now` (the month of its spend). */
+export const agentView = (r: Row, now: Date) => ({
   id: r.id,
   organizationId: r.organizationId,
   agentId: r.agentId,
@@ -46,7 +47,7 @@ export const agentView = (r: Row) => ({
   pauseReason: r.pauseReason,
   monthlyBudgetUsd: r.monthlyBudgetUsd,
   budgetAction: r.budgetAction as 'alert',
-  currentMonthCostUsd: spendNow(r),
+  currentMonthCostUsd: spendNow(r, now),
   tags: r.tags,
   metadata: r.metadata,
   createdAt: r.createdAt.toISOString(),
@@ -57,7 +58,7 @@ export const agentView = (r: Row) => ({
 const scoped = (orgId: string, id: string) => and(eq(agents.organizationId, orgId), eq(agents.id, id));
 
 /** One agent of the organization (an agent-scoped key sees only its own), or 404. */
-export async function getAgent(db: Executor, principal: Pick<Principal, 'organizationId' | 'agentId'>, id: string, lock = false) {
+export async function getAgent(db: Executor, principal: Pick<Actor, 'organizationId' | 'agentId'>, id: string, lock = false) {
   if (principal.agentId && principal.agentId !== id) throw notFound('Agent');
   const q = db.select().from(agents).where(scoped(principal.organizationId, id)).limit(1);
   const [row] = lock ? await q.for('update') : await q;
@@ -90,7 +91,7 @@ export async function registerAgent(db: Db, ctx: AuditContext, input: RegisterAg
       .onConflictDoNothing({ target: [agents.organizationId, agents.agentId] })
       .returning();
     if (!row) throw conflict(`An agent with agentId "${input.agentId}" already exists`);
-    const view = agentView(row);
+    const view = agentView(row, ctx.clock.now());
     await writeAudit(tx, ctx, { action: 'agent.create', resourceType: 'agent', resourceId: row.id, after: view });
     await emit(tx, orgId, 'agent_registered', row.id, { agent: view });
     return view;
@@ -102,7 +103,7 @@ function escapeLike(s: string) {
 }
 
 /** A filtered page of agents, newest first. */
-export async function listAgents(db: Db, orgId: string, q: ListAgentsQuery) {
+export async function listAgents(db: Db, orgId: string, q: ListAgentsQuery, now: Date) {
   const c: SQL[] = [eq(agents.organizationId, orgId)];
   if (q.status) c.push(eq(agents.status, q.status));
   if (q.environment) c.push(eq(agents.environment, q.environment));
@@ -119,22 +120,17 @@ export async function listAgents(db: Db, orgId: string, q: ListAgentsQuery) {
     db.select().from(agents).where(where).orderBy(desc(agents.createdAt), desc(agents.id)).limit(q.limit).offset(q.offset),
     db.select({ total: count() }).from(agents).where(where),
   ]);
-  return { rows: rows.map(agentView), total };
+  return { rows: rows.map((r) => agentView(r, now)), total };
 }
 
 /** Checks that referenced owner and team exist in the organization (422 naming the field otherwise). */
 async function checkRefs(tx: Executor, orgId: string, input: UpdateAgentInput) {
   const fields: Record<string, string> = {};
   if (input.ownerUserId) {
-    const [u] = await tx.select({ id: users.id }).from(users).where(and(eq(users.organizationId, orgId), eq(users.id, input.ownerUserId)));
-    if (!u) fields.ownerUserId = 'no such user in this organization';
+    if (!(await findUser(tx, orgId, input.ownerUserId))) fields.ownerUserId = 'no such user in this organization';
   }
   if (input.teamId) {
-    const [t] = await tx
-      .select({ id: teams.id })
-      .from(teams)
-      .where(and(eq(teams.organizationId, orgId), eq(teams.id, input.teamId), isNull(teams.deletedAt)));
-    if (!t) fields.teamId = 'no such team in this organization';
+    if (!(await isLiveTeam(tx, orgId, input.teamId))) fields.teamId = 'no such team in this organization';
   }
   if (Object.keys(fields).length) throw validation(fields);
 }
@@ -150,8 +146,8 @@ export async function updateAgent(db: Db, ctx: AuditContext, id: string, input: 
       if (input[k] !== undefined) (set as Record<string, unknown>)[k] = input[k];
     }
     const [row] = await tx.update(agents).set(set).where(scoped(orgId, id)).returning();
-    const view = agentView(row);
-    await writeAudit(tx, ctx, { action: 'agent.update', resourceType: 'agent', resourceId: id, before: agentView(before), after: view });
+    const view = agentView(row, ctx.clock.now());
+    await writeAudit(tx, ctx, { action: 'agent.update', resourceType: 'agent', resourceId: id, before: agentView(before, ctx.clock.now()), after: view });
     await emit(tx, orgId, 'agent_updated', id, { agent: view, changes: Object.keys(input) });
     return view;
   });
@@ -162,17 +158,16 @@ export async function archiveAgent(db: Db, ctx: AuditContext, id: string) {
   const orgId = ctx.principal.organizationId;
   return db.transaction(async (tx) => {
     const before = await getAgent(tx, ctx.principal, id, true);
-    if (before.status === 'archived') return agentView(before);
+    if (before.status === 'archived') return agentView(before, ctx.clock.now());
     const [row] = await tx.update(agents).set({ status: 'archived', updatedAt: new Date() }).where(scoped(orgId, id)).returning();
-    const view = agentView(row);
-    await writeAudit(tx, ctx, { action: 'agent.delete', resourceType: 'agent', resourceId: id, before: agentView(before), after: view });
+    const view = agentView(row, ctx.clock.now());
+    await writeAudit(tx, ctx, { action: 'agent.delete', resourceType: 'agent', resourceId: id, before: agentView(before, ctx.clock.now()), after: view });
     await emit(tx, orgId, 'agent_deleted', id, { agent: view });
     return view;
   });
 }
 
-const invalidTransition = (from: string, action: string) =>
-  new AppError(409, 'INVALID_TRANSITION', `Cannot ${action} an agent that is ${from}`);
+const cannot = (from: string, action: string) => invalidTransition(`Cannot ${action} an agent that is ${from}`);
 
 /**
  * Pauses an active agent inside the caller's transaction (manual pause, kill switch, budget):
@@ -185,8 +180,8 @@ export async function pauseInTx(tx: Tx, ctx: AuditContext, before: Row, reason: 
     .where(and(scoped(before.organizationId, before.id), eq(agents.status, 'active')))
     .returning();
   if (!row) return null;
-  const view = agentView(row);
-  await writeAudit(tx, ctx, { action: 'agent.pause', resourceType: 'agent', resourceId: row.id, before: agentView(before), after: view, metadata: { trigger } });
+  const view = agentView(row, ctx.clock.now());
+  await writeAudit(tx, ctx, { action: 'agent.pause', resourceType: 'agent', resourceId: row.id, before: agentView(before, ctx.clock.now()), after: view, metadata: { trigger } });
   await emit(tx, before.organizationId, 'kill_switch_triggered', row.id, { agentId: row.id, agentName: row.name, reason, trigger, pausedBy });
   return view;
 }
@@ -195,7 +190,7 @@ export async function pauseInTx(tx: Tx, ctx: AuditContext, before: Row, reason: 
 export async function pauseAgent(db: Db, ctx: AuditContext, id: string, reason: string | undefined) {
   return db.transaction(async (tx) => {
     const before = await getAgent(tx, ctx.principal, id, true);
-    if (before.status !== 'active') throw invalidTransition(before.status, 'pause');
+    if (before.status !== 'active') throw cannot(before.status, 'pause');
     return (await pauseInTx(tx, ctx, before, reason ?? 'Paused manually', ctx.principal.userId, 'manual'))!;
   });
 }
@@ -205,14 +200,14 @@ export async function resumeAgent(db: Db, ctx: AuditContext, id: string) {
   const orgId = ctx.principal.organizationId;
   return db.transaction(async (tx) => {
     const before = await getAgent(tx, ctx.principal, id, true);
-    if (before.status !== 'paused') throw invalidTransition(before.status, 'resume');
+    if (before.status !== 'paused') throw cannot(before.status, 'resume');
     const [row] = await tx
       .update(agents)
       .set({ status: 'active', pausedAt: null, pausedBy: null, pauseReason: null, updatedAt: new Date() })
       .where(scoped(orgId, id))
       .returning();
-    const view = agentView(row);
-    await writeAudit(tx, ctx, { action: 'agent.resume', resourceType: 'agent', resourceId: id, before: agentView(before), after: view });
+    const view = agentView(row, ctx.clock.now());
+    await writeAudit(tx, ctx, { action: 'agent.resume', resourceType: 'agent', resourceId: id, before: agentView(before, ctx.clock.now()), after: view });
     return view;
   });
 }
@@ -246,8 +241,8 @@ export async function setBudget(db: Db, ctx: AuditContext, id: string, input: Bu
       .set({ monthlyBudgetUsd: input.monthlyBudgetUsd, budgetAction: input.budgetAction, warningThresholdPct: input.warningThresholdPct, updatedAt: new Date() })
       .where(scoped(orgId, id))
       .returning();
-    await writeAudit(tx, ctx, { action: 'agent.budget_update', resourceType: 'agent', resourceId: id, before: budgetView(before), after: budgetView(row) });
-    return budgetView(row);
+    await writeAudit(tx, ctx, { action: 'agent.budget_update', resourceType: 'agent', resourceId: id, before: budgetView(before, ctx.clock.now()), after: budgetView(row, ctx.clock.now()) });
+    return budgetView(row, ctx.clock.now());
   });
 }
 
@@ -255,7 +250,7 @@ export async function setBudget(db: Db, ctx: AuditContext, id: string, input: Bu
  * AgentBudget. Projection: month-to-date spend divided by the elapsed part of the month (at least
  * one hour, so the first minutes do not explode), times the month's length.
  */
-export function budgetView(r: Row, now = new Date()) {
+export function budgetView(r: Row, now: Date) {
   const spend = spendNow(r, now);
   const start = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
   const end = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
@@ -280,13 +275,13 @@ export function budgetView(r: Row, now = new Date()) {
 const round = (n: number) => Math.round(n * 1e6) / 1e6;
 
 /** Budgets of every agent that has one. */
-export async function listBudgets(db: Db, orgId: string, limit: number, offset: number) {
+export async function listBudgets(db: Db, orgId: string, limit: number, offset: number, now: Date) {
   const where = and(eq(agents.organizationId, orgId), isNotNull(agents.monthlyBudgetUsd), ne(agents.status, 'archived'));
   const [rows, [{ total }]] = await Promise.all([
     db.select().from(agents).where(where).orderBy(agents.name).limit(limit).offset(offset),
     db.select({ total: count() }).from(agents).where(where),
   ]);
-  return { rows: rows.map((r) => budgetView(r)), total };
+  return { rows: rows.map((r) => budgetView(r, now)), total };
 }
 
 interface PeriodRow {
@@ -297,11 +292,13 @@ interface PeriodRow {
  * Stats for the last 24 h, 7 d and 30 d in one SQL statement (p95 by percentile_cont). `error`
  * counts error and timeout traces; successRate is success / total (0 when there are none).
  */
-export async function agentStats(db: Db, principal: Principal, id: string) {
+export async function agentStats(db: Db, principal: Actor, id: string, now: Date) {
   await getAgent(db, principal, id);
+  // The windows end at the injected clock's now, not the database's.
+  const at = sql`${now.toISOString()}::timestamptz`;
   const periods = { last24h: '24 hours', last7d: '7 days', last30d: '30 days' } as const;
   const cols = Object.entries(periods).map(([k, iv]) => {
-    const f = sql.raw(`timestamp >= now() - interval '${iv}'`);
+    const f = sql`timestamp >= ${at} - ${sql.raw(`interval '${iv}'`)}`;
     return sql`count(*) filter (where ${f}) as ${sql.raw(`"${k}_total"`)},
       count(*) filter (where ${f} and status = 'success') as ${sql.raw(`"${k}_success"`)},
       count(*) filter (where ${f} and status in ('error', 'timeout')) as ${sql.raw(`"${k}_error"`)},
@@ -310,7 +307,7 @@ export async function agentStats(db: Db, principal: Principal, id: string) {
       coalesce(sum(cost_usd) filter (where ${f}), 0) as ${sql.raw(`"${k}_cost"`)}`;
   });
   const res = await db.execute(sql`select ${sql.join(cols, sql`, `)} from traces
-    where organization_id = ${principal.organizationId} and agent_id = ${id} and timestamp >= now() - interval '30 days'`);
+    where organization_id = ${principal.organizationId} and agent_id = ${id} and timestamp >= ${at} - interval '30 days'`);
   const r = rowsOf<PeriodRow>(res)[0];
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(periods)) {
@@ -352,7 +349,7 @@ export async function createAgentKey(
       environment: agent.environment as Environment,
       scopes: [...AGENT_KEY_SCOPES],
       createdBy: ctx.principal.userId,
-      expiresAt: await resolveExpiry(tx, orgId, input.expiresAt),
+      expiresAt: await resolveExpiry(tx, orgId, input.expiresAt, ctx.clock.now()),
       ipAllowlist: input.ipAllowlist ?? null,
     });
     const view = apiKeyView(row);
@@ -362,13 +359,9 @@ export async function createAgentKey(
 }
 
 /** The keys of one agent. */
-export async function listAgentKeys(db: Db, principal: Principal, id: string) {
+export async function listAgentKeys(db: Db, principal: Actor, id: string) {
   await getAgent(db, principal, id);
-  const rows = await db
-    .select()
-    .from(apiKeys)
-    .where(and(eq(apiKeys.organizationId, principal.organizationId), eq(apiKeys.agentId, id)))
-    .orderBy(desc(apiKeys.createdAt));
+  const rows = await listKeysOfAgent(db, principal.organizationId, id);
   return rows.map(apiKeyView);
 }
 
@@ -377,10 +370,8 @@ export async function deleteAgentKey(db: Db, ctx: AuditContext, id: string, keyI
   const orgId = ctx.principal.organizationId;
   const hash = await db.transaction(async (tx) => {
     await getAgent(tx, ctx.principal, id);
-    const where = and(eq(apiKeys.organizationId, orgId), eq(apiKeys.agentId, id), eq(apiKeys.id, keyId));
-    const [row] = await tx.select().from(apiKeys).where(where);
+    const row = await deleteKeyOfAgent(tx, orgId, id, keyId);
     if (!row) throw notFound('API key');
-    await tx.delete(apiKeys).where(where);
     await writeAudit(tx, ctx, { action: 'api_key.delete', resourceType: 'api_key', resourceId: keyId, before: apiKeyView(row), metadata: { agentId: id } });
     return row.keyHash;
   });

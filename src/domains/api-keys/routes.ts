@@ -14,7 +14,7 @@ const auth = { scope: 'admin' as const };
 export async function apiKeyRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const { db } = app.deps;
-  const invalidate = (hash: string) => app.deps.auth.invalidateKey(hash);
+  const invalidate = app.deps.afterCommit.wrap('auth: forget a changed key', (hash: string) => app.deps.auth.invalidateKey(hash));
 
   r.get('/api-keys', {
     config: { auth },

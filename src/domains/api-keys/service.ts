@@ -1,11 +1,12 @@
 /** API keys of an organization: create (shown once), list, update, rotate, delete. */
 import { and, count, desc, eq, isNull, type SQL } from 'drizzle-orm';
 import type { Db, Executor } from '../../db/client.js';
-import { apiKeys, organizations } from '../../db/schema/index.js';
-import { forbidden, notFound } from '../../http/errors.js';
+import { apiKeys } from '../../db/schema/index.js';
+import { forbidden, notFound } from '../../core/errors.js';
 import type { Scope } from '../../http/principal.js';
 import type { Environment } from '../../http/validation.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
+import { defaultKeyExpiryDays } from '../settings/index.js';
 import { generateKey, hashKey, prefixOf } from './key-material.js';
 import type { CreateApiKeyInput, UpdateApiKeyInput } from './schemas.js';
 
@@ -67,12 +68,12 @@ export async function insertKey(
   return row;
 }
 
-/** Expiry of a new key: absent means the organization's defaultKeyExpiryDays from now; null means never. */
-export async function resolveExpiry(tx: Executor, orgId: string, expiresAt: string | null | undefined): Promise<Date | null> {
+/** Expiry of a new key: absent means the organization's defaultKeyExpiryDays from `now`; null means never. */
+export async function resolveExpiry(tx: Executor, orgId: string, expiresAt: string | null | undefined, now: Date): Promise<Date | null> {
   if (expiresAt === null) return null;
   if (expiresAt !== undefined) return new Date(expiresAt);
-  const [org] = await tx.select({ days: organizations.defaultKeyExpiryDays }).from(organizations).where(eq(organizations.id, orgId));
-  return new Date(Date.now() + (org?.days ?? 30) * 86_400_000);
+  const days = await defaultKeyExpiryDays(tx, orgId);
+  return new Date(now.getTime() + (days ?? 30) * 86_400_000);
 }
 
 /** Creates an organization key. Absent expiresAt means the organization's defaultKeyExpiryDays; null means never. */
@@ -81,7 +82,7 @@ export async function createApiKey(db: Db, ctx: AuditContext, canGrantAdmin: boo
   const scopes = input.scopes ?? DEFAULT_SCOPES;
   if (scopes.includes('admin') && !canGrantAdmin) throw forbidden('Only an admin may grant scope admin');
   return db.transaction(async (tx) => {
-    const expiresAt = await resolveExpiry(tx, orgId, input.expiresAt);
+    const expiresAt = await resolveExpiry(tx, orgId, input.expiresAt, ctx.clock.now());
     const key = generateKey(input.environment);
     const row = await insertKey(tx, {
       organizationId: orgId,
@@ -177,4 +178,21 @@ export async function deleteApiKey(db: Db, ctx: AuditContext, id: string, onChan
     return before.keyHash;
   });
   await onChanged(hash);
+}
+
+/** The keys of one agent, newest first (agent keys are managed under /agents/{id}/keys). */
+export async function listKeysOfAgent(db: Executor, orgId: string, agentId: string) {
+  return db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.organizationId, orgId), eq(apiKeys.agentId, agentId)))
+    .orderBy(desc(apiKeys.createdAt));
+}
+
+/** Deletes one key of an agent inside the caller's transaction; answers the deleted row, or undefined. */
+export async function deleteKeyOfAgent(tx: Executor, orgId: string, agentId: string, keyId: string) {
+  const where = and(eq(apiKeys.organizationId, orgId), eq(apiKeys.agentId, agentId), eq(apiKeys.id, keyId));
+  const [row] = await tx.select().from(apiKeys).where(where);
+  if (row) await tx.delete(apiKeys).where(where);
+  return row;
 }

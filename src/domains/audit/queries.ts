@@ -2,7 +2,7 @@
 import { and, count, desc, eq, gte, lt, lte, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { auditLogs } from '../../db/schema/index.js';
-import { notFound } from '../../http/errors.js';
+import { notFound } from '../../core/errors.js';
 import type { AuditFilters } from './schemas.js';
 
 type Row = typeof auditLogs.$inferSelect;

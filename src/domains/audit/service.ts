@@ -3,16 +3,19 @@ import { and, asc, eq, gt, lte, sql } from 'drizzle-orm';
 import type { Executor, Tx } from '../../db/client.js';
 import { auditChainHeads, auditLogs } from '../../db/schema/index.js';
 import { newId } from '../../db/schema/columns.js';
-import type { Principal } from '../../http/principal.js';
+import type { Actor } from '../../core/actor.js';
+import type { Clock } from '../../core/clock.js';
 import { canonicalText, chainChecksum, GENESIS, type ChainedFields } from './chain.js';
 import { examineCheckpoints, type CheckpointReport } from './checkpoints.js';
 import type { AuditSigner } from './signer.js';
 
 /** Who did it and from where: taken from the request. */
 export interface AuditContext {
-  principal: Pick<Principal, 'organizationId' | 'userId' | 'userName' | 'userEmail'>;
+  principal: Pick<Actor, 'organizationId' | 'userId' | 'userName' | 'userEmail'>;
   ip: string | null;
   userAgent: string | null;
+  /** The clock the change's rules read (expiry, budget month): the container's, a test's. */
+  clock: Clock;
 }
 
 export interface AuditInput {

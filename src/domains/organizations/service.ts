@@ -1,11 +1,12 @@
 /** Creating organizations with their first admin key (CLI `agov init` and headless first start). */
 import { count } from 'drizzle-orm';
-import type { Db } from '../../db/client.js';
+import type { Db, Executor } from '../../db/client.js';
+import { systemActor } from '../../core/actor.js';
+import { systemClock, type Clock } from '../../core/clock.js';
 import { organizations } from '../../db/schema/index.js';
 import { ALL_SCOPES, type Scope } from '../../http/principal.js';
 import type { Environment } from '../../http/validation.js';
-import { apiKeyView, insertKey } from '../api-keys/service.js';
-import { environmentOfKey, generateKey } from '../api-keys/key-material.js';
+import { apiKeyView, environmentOfKey, generateKey, insertKey } from '../api-keys/index.js';
 import { initChain, writeAudit, type AuditContext } from '../audit/service.js';
 
 export const SYSTEM_ACTOR = 'system';
@@ -16,7 +17,7 @@ export const SYSTEM_ACTOR = 'system';
  */
 export async function createOrganization(
   db: Db,
-  input: { name: string; key?: string; environment?: Environment; actor?: string },
+  input: { name: string; key?: string; environment?: Environment; actor?: string; clock?: Clock },
 ) {
   let environment: Environment = input.environment ?? 'production';
   if (input.key) {
@@ -29,11 +30,7 @@ export async function createOrganization(
   return db.transaction(async (tx) => {
     const [org] = await tx.insert(organizations).values({ name: input.name }).returning();
     await initChain(tx, org.id);
-    const ctx: AuditContext = {
-      principal: { organizationId: org.id, userId: actor, userName: actor, userEmail: null },
-      ip: null,
-      userAgent: null,
-    };
+    const ctx: AuditContext = { principal: systemActor(org.id, actor), ip: null, userAgent: null, clock: input.clock ?? systemClock };
     await writeAudit(tx, ctx, { action: 'organization.create', resourceType: 'organization', resourceId: org.id, after: { id: org.id, name: org.name } });
     const row = await insertKey(tx, {
       organizationId: org.id,
@@ -64,4 +61,10 @@ export async function headlessInit(db: Db, orgName: string | undefined, adminKey
   if (!(await isEmpty(db))) return { created: false as const, reason: 'the database already has an organization' };
   const { organization } = await createOrganization(db, { name: orgName, key: adminKey, actor: 'headless-init' });
   return { created: true as const, organizationId: organization.id, name: organization.name };
+}
+
+/** Every organization's id, in id order (for work done organization by organization, e.g. trace retention). */
+export async function organizationIds(db: Executor): Promise<string[]> {
+  const rows = await db.select({ id: organizations.id }).from(organizations).orderBy(organizations.id);
+  return rows.map((r) => r.id);
 }

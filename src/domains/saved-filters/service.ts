@@ -2,7 +2,7 @@
 import { and, count, desc, eq, ne, sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor, Tx } from '../../db/client.js';
 import { savedFilters } from '../../db/schema/index.js';
-import { notFound } from '../../http/errors.js';
+import { notFound } from '../../core/errors.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import type { CreateSavedFilterInput, ResourceType, UpdateSavedFilterInput } from './schemas.js';
 

@@ -23,7 +23,8 @@ export async function settingsRoutes(app: FastifyInstance) {
     schema: { tags, summary: 'Update security settings (snake_case input)', body: updateSecuritySettingsInput, response: { 200: dataSchema(securitySettingsSchema), ...errorResponses } },
   }, async (req) => {
     const ctx = auditContext(req);
-    return one(await svc.updateSecurity(db, ctx, req.body, () => app.deps.auth.invalidateOrg(ctx.principal.organizationId)));
+    const forgetOrg = () => app.deps.afterCommit.run('auth: forget security settings', () => app.deps.auth.invalidateOrg(ctx.principal.organizationId));
+    return one(await svc.updateSecurity(db, ctx, req.body, forgetOrg));
   });
 
   r.get('/settings/organization', {

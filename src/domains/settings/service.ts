@@ -2,7 +2,7 @@
 import { eq } from 'drizzle-orm';
 import type { Db, Executor } from '../../db/client.js';
 import { organizations } from '../../db/schema/index.js';
-import { notFound, validation } from '../../http/errors.js';
+import { notFound, validation } from '../../core/errors.js';
 import { compileAllowlist, ipAllowed } from '../../lib/ip.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import type { UpdateOrgSettingsInput, UpdateSecuritySettingsInput } from './schemas.js';
@@ -83,4 +83,10 @@ export async function updateOrgSettings(db: Db, ctx: AuditContext, input: Update
     await writeAudit(tx, ctx, { action: 'organization_settings.update', resourceType: 'organization_settings', resourceId: orgId, before: orgView(before), after: orgView(row) });
     return orgView(row);
   });
+}
+
+/** The organization's default lifetime of a new API key, in days (undefined for an unknown organization). */
+export async function defaultKeyExpiryDays(db: Executor, orgId: string): Promise<number | undefined> {
+  const [org] = await db.select({ days: organizations.defaultKeyExpiryDays }).from(organizations).where(eq(organizations.id, orgId));
+  return org?.days;
 }

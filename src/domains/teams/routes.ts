@@ -31,7 +31,10 @@ export async function teamRoutes(app: FastifyInstance) {
   // below (this plugin's hook only) invalidates them before its response is sent, so a client
   // always reads its own writes.
   app.addHook('onSend', async (req, reply, payload) => {
-    if (req.method !== 'GET' && reply.statusCode < 300 && req.principal) await cache.invalidate(req.principal.organizationId, SCOPE);
+    if (req.method !== 'GET' && reply.statusCode < 300 && req.principal) {
+      const orgId = req.principal.organizationId;
+      await app.deps.afterCommit.run('teams: response cache version', () => cache.invalidate(orgId, SCOPE));
+    }
     return payload;
   });
 

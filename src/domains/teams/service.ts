@@ -2,9 +2,9 @@
 import { and, asc, count, eq, ilike, isNull, ne, or, sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor, Tx } from '../../db/client.js';
 import { teamMembers, teams, users } from '../../db/schema/index.js';
-import { conflict, notFound } from '../../http/errors.js';
+import { conflict, notFound } from '../../core/errors.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
-import { findUser } from '../users/service.js';
+import { findUser } from '../users/index.js';
 import type { AddTeamMemberInput, CreateTeamInput, UpdateTeamInput } from './schemas.js';
 
 type Row = typeof teams.$inferSelect;
@@ -235,4 +235,10 @@ export async function removeMember(db: Db, ctx: AuditContext, teamId: string, us
       before: { id: row.userId, role: row.role, addedAt: row.addedAt.toISOString() },
     });
   });
+}
+
+/** True when the organization has a live (not deleted) team with this id (for other modules' references). */
+export async function isLiveTeam(db: Executor, orgId: string, id: string) {
+  const [t] = await db.select({ id: teams.id }).from(teams).where(liveTeam(orgId, id)).limit(1);
+  return t !== undefined;
 }

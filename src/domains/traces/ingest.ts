@@ -1,18 +1,18 @@
 /**
  * POST /traces/ingest: validate items one by one, resolve agents in one query, merge with existing
  * rows (upsert by organization + traceId), estimate missing costs, write all rows in one multi-row
- * upsert, accrue spend and health to the agents in one UPDATE, and raise budget events: one
- * transaction, a fixed number of round trips per batch whatever its size.
+ * upsert, accrue spend and health to the agents in the same statement (the agents module's UPDATE,
+ * embedded in a CTE), and let the agents module raise budget events: one transaction, a fixed
+ * number of round trips per batch whatever its size.
  */
-import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
-import type { Db, Tx } from '../../db/client.js';
+import { sql, type SQL } from 'drizzle-orm';
+import type { Db } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
-import { agents } from '../../db/schema/index.js';
+import type { Actor } from '../../core/actor.js';
+import type { Clock } from '../../core/clock.js';
+import { sqlStateOf } from '../../core/db-errors.js';
 import { newId, USD_SCALE } from '../../db/schema/columns.js';
-import type { Principal } from '../../http/principal.js';
-import { sqlStateOf } from '../../http/errors.js';
-import type { AuditContext } from '../audit/service.js';
-import { monthOf, pauseInTx } from '../agents/service.js';
+import { agentUpdate, findAgents, healthObservations, monthOf, settleBudgets, type AgentRow, type AgentSpend } from '../agents/index.js';
 import { emit } from '../events/outbox.js';
 import type { Subscriptions } from '../events/subscriptions.js';
 import type { Pricing } from './pricing.js';
@@ -20,14 +20,6 @@ import { ingestItemSchema, type IngestItem } from './schemas.js';
 
 /** Largest accepted item, serialized; a larger one fails alone. */
 export const MAX_ITEM_BYTES = 2 * 1024 * 1024;
-/** Weight of each new trace in the agent's recent error rate (about the last 10-20 traces count). */
-const EWMA_ALPHA = 0.1;
-/** healthStatus from the recent error rate: below 10 % healthy, below 50 % degraded, else failing. */
-export const DEGRADED_AT = 0.1;
-export const FAILING_AT = 0.5;
-
-type AgentRow = typeof agents.$inferSelect;
-
 interface ItemError {
   index: number;
   traceId: string | null;
@@ -91,6 +83,8 @@ export interface IngestResult {
 
 export interface IngestDeps {
   db: Db;
+  /** Decides the budget month of the spend and the time of items sent without one. */
+  clock: Clock;
   pricing: Pricing;
   subscriptions: Subscriptions;
 }
@@ -100,7 +94,7 @@ export interface IngestDeps {
  * `bodyBytes` (the request's size, when known) spares measuring items one by one: no item of a
  * body smaller than MAX_ITEM_BYTES can exceed it.
  */
-export async function ingestTraces(deps: IngestDeps, principal: Principal, items: unknown[], bodyBytes?: number): Promise<IngestResult> {
+export async function ingestTraces(deps: IngestDeps, principal: Actor, items: unknown[], bodyBytes?: number): Promise<IngestResult> {
   const measure = bodyBytes === undefined || bodyBytes > MAX_ITEM_BYTES;
   const orgId = principal.organizationId;
   const errors: ItemError[] = [];
@@ -132,10 +126,7 @@ export async function ingestTraces(deps: IngestDeps, principal: Principal, items
     if (item.agentUuid) uuids.add(item.agentUuid);
     else if (item.agentId) externalIds.add(item.agentId);
   }
-  const conds: SQL[] = [];
-  if (uuids.size) conds.push(inArray(agents.id, [...uuids]));
-  if (externalIds.size) conds.push(inArray(agents.agentId, [...externalIds]));
-  const found = conds.length ? await deps.db.select().from(agents).where(and(eq(agents.organizationId, orgId), or(...conds))) : [];
+  const found = await findAgents(deps.db, orgId, [...uuids], [...externalIds]);
   const byUuid = new Map(found.map((a) => [a.id, a]));
   const byExternal = new Map(found.map((a) => [a.agentId, a]));
 
@@ -172,14 +163,14 @@ export async function ingestTraces(deps: IngestDeps, principal: Principal, items
 }
 
 /** Merges an item onto a stored (or earlier) row: provided fields win, absent ones are kept. */
-function merge(prev: TraceRow | undefined, item: IngestItem, agent: AgentRow, pricing: Pricing): TraceRow {
+function merge(prev: TraceRow | undefined, item: IngestItem, agent: AgentRow, pricing: Pricing, now: Date): TraceRow {
   const pick = <T>(v: T | undefined, old: T | null | undefined): T | null => (v !== undefined ? v : (old ?? null));
   const row: TraceRow = {
     id: prev?.id ?? newId(),
     trace_id: item.traceId,
     agent_id: agent.id,
     parent_trace_id: pick(item.parentTraceId, prev?.parent_trace_id),
-    timestamp: item.timestamp ? new Date(item.timestamp).toISOString() : (prev?.timestamp ?? new Date().toISOString()),
+    timestamp: item.timestamp ? new Date(item.timestamp).toISOString() : (prev?.timestamp ?? now.toISOString()),
     duration_ms: pick(item.durationMs, prev?.duration_ms),
     status: item.status ?? prev?.status ?? 'success',
     input: pick(item.input, prev?.input),
@@ -226,9 +217,9 @@ const ERROR_STATUSES = new Set(['error', 'timeout']);
 type Ready = { item: IngestItem; agent: AgentRow };
 
 /** Merges the items of a batch onto their stored rows (or none), in order: the later item wins field by field. */
-function mergeBatch(ready: Ready[], stored: Map<string, TraceRow>, pricing: Pricing) {
+function mergeBatch(ready: Ready[], stored: Map<string, TraceRow>, pricing: Pricing, now: Date) {
   const merged = new Map<string, TraceRow>();
-  for (const { item, agent } of ready) merged.set(item.traceId, merge(merged.get(item.traceId) ?? stored.get(item.traceId), item, agent, pricing));
+  for (const { item, agent } of ready) merged.set(item.traceId, merge(merged.get(item.traceId) ?? stored.get(item.traceId), item, agent, pricing, now));
   return [...merged.values()].sort((a, b) => (a.trace_id < b.trace_id ? -1 : 1));
 }
 
@@ -236,53 +227,10 @@ const SELECT_ROWS = sql.raw(NAMES.map((n) => `r.${n}`).join(', '));
 const INSERT_COLS = sql.raw(NAMES.join(', '));
 const RECORDSET = (rows: TraceRow[]) => sql`jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(${sql.raw(COLUMNS)})`;
 
-/** What the agent UPDATE answers: enough to see whether a budget threshold was crossed. */
-interface AgentSpend {
-  id: string;
-  current_month_cost_usd: number;
-  monthly_budget_usd: number | null;
-  warning_threshold_pct: number;
-  budget_warned_month: string | null;
-  budget_exceeded_month: string | null;
-}
-
-/**
- * `UPDATE agents` adding spend deltas and health observations, from a relation `d(id, delta, decay,
- * err_rate, n)`; answers the spend columns. Agents are matched within the organization only.
- */
-function agentUpdate(orgId: string, month: string, from: SQL) {
-  const ewma = sql.raw(`(a.error_rate_ewma * d.decay + d.err_rate * (1 - d.decay))`);
-  return sql`update agents a set
-      current_month_cost_usd = greatest(0, (case when a.spend_month = ${month} then a.current_month_cost_usd else 0 end) + d.delta),
-      spend_month = ${month},
-      trace_count = a.trace_count + d.n,
-      error_rate_ewma = ${ewma},
-      health_status = case when d.n = 0 then a.health_status when ${ewma} >= ${FAILING_AT} then 'failing' when ${ewma} >= ${DEGRADED_AT} then 'degraded' else 'healthy' end,
-      last_seen_at = case when d.n > 0 then now() else a.last_seen_at end
-    from ${from}
-    where a.id = d.id and a.organization_id = ${orgId}
-    returning a.id, a.current_month_cost_usd, a.monthly_budget_usd, a.warning_threshold_pct, a.budget_warned_month, a.budget_exceeded_month`;
-}
-
-/** The spend columns as numbers (numeric arrives as a string from pg, as a number through json_agg). */
-const spendOf = (a: AgentSpend): AgentSpend => ({
-  ...a,
-  current_month_cost_usd: Number(a.current_month_cost_usd),
-  monthly_budget_usd: a.monthly_budget_usd === null ? null : Number(a.monthly_budget_usd),
-  warning_threshold_pct: Number(a.warning_threshold_pct),
-});
-
-/** True when an agent's new spend crosses a threshold whose event was not sent this month. */
-function crossesBudget(a: AgentSpend, month: string) {
-  if (a.monthly_budget_usd === null) return false;
-  const pct = a.monthly_budget_usd > 0 ? (a.current_month_cost_usd / a.monthly_budget_usd) * 100 : a.current_month_cost_usd > 0 ? Infinity : 0;
-  return (pct >= a.warning_threshold_pct && a.budget_warned_month !== month) || (pct >= 100 && a.budget_exceeded_month !== month);
-}
-
 // Concurrent batches touching the same agents may deadlock or conflict; the batch is retried whole.
 const RETRYABLE = new Set(['40P01', '40001']);
 
-async function writeBatch(deps: IngestDeps, principal: Principal, ready: Ready[]) {
+async function writeBatch(deps: IngestDeps, principal: Actor, ready: Ready[]) {
   for (let attempt = 1; ; attempt++) {
     try {
       return await writeBatchOnce(deps, principal, ready);
@@ -297,27 +245,17 @@ async function writeBatch(deps: IngestDeps, principal: Principal, ready: Ready[]
  * adds their cost and health observations to the agents. Only traceIds that already existed take
  * the slower path: lock them (in traceId order), merge, upsert, and add the cost difference.
  */
-async function writeBatchOnce(deps: IngestDeps, principal: Principal, ready: Ready[]) {
+async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]) {
   const orgId = principal.organizationId;
-  const month = monthOf();
+  const now = deps.clock.now();
+  const month = monthOf(now);
   const wantCompleted = await deps.subscriptions.wants(orgId, 'trace_completed');
   const wantError = await deps.subscriptions.wants(orgId, 'trace_error');
 
   // Health observations: every item counts (a start and its completion are two observations).
-  const observed = new Map<string, { n: number; errors: number }>();
-  for (const { item, agent } of ready) {
-    const o = observed.get(agent.id) ?? { n: 0, errors: 0 };
-    o.n += 1;
-    if (item.status && ERROR_STATUSES.has(item.status)) o.errors += 1;
-    observed.set(agent.id, o);
-  }
-  const decay = (n: number) => Math.pow(1 - EWMA_ALPHA, n);
-  // Agents in id order, so concurrent batches take their row locks in one order.
-  const observations = [...observed.entries()]
-    .sort(([a], [b]) => (a < b ? -1 : 1))
-    .map(([id, o]) => sql`(${id}::uuid, ${decay(o.n)}::float8, ${o.errors / o.n}::float8, ${o.n}::int)`);
+  const observations = healthObservations(ready.map(({ item, agent }) => ({ agentId: agent.id, error: !!item.status && ERROR_STATUSES.has(item.status) })));
 
-  const fresh = mergeBatch(ready, new Map(), deps.pricing);
+  const fresh = mergeBatch(ready, new Map(), deps.pricing, now);
   await deps.db.transaction(async (tx) => {
     const [out] = rowsOf<{ inserted: string[]; agents: AgentSpend[] }>(
       await tx.execute(sql`
@@ -353,7 +291,7 @@ async function writeBatchOnce(deps: IngestDeps, principal: Principal, ready: Rea
         ).map((r) => [r.trace_id, { ...r, timestamp: new Date(r.timestamp).toISOString(), cost_usd: r.cost_usd === null ? null : Number(r.cost_usd) }]),
       );
       const again = new Set(existingIds);
-      const updates = mergeBatch(ready.filter((r) => again.has(r.item.traceId)), stored, deps.pricing);
+      const updates = mergeBatch(ready.filter((r) => again.has(r.item.traceId)), stored, deps.pricing, now);
       await tx.execute(sql`insert into traces (organization_id, ${INSERT_COLS}, updated_at)
         select ${orgId}::uuid, ${SELECT_ROWS}, now() from ${RECORDSET(updates)}
         on conflict (organization_id, trace_id) do update set ${sql.raw(UPDATE_SET)}, updated_at = now()`);
@@ -376,8 +314,7 @@ async function writeBatchOnce(deps: IngestDeps, principal: Principal, ready: Rea
       written = [...written, ...updates];
     }
 
-    const crossing = spends.map(spendOf).filter((a) => crossesBudget(a, month)).map((a) => a.id);
-    if (crossing.length) await raiseBudgetEvents(tx, principal, crossing, month);
+    await settleBudgets(tx, principal, spends, month, deps.clock);
 
     if (wantCompleted || wantError) {
       for (const row of written) {
@@ -388,49 +325,4 @@ async function writeBatchOnce(deps: IngestDeps, principal: Principal, ready: Rea
       }
     }
   });
-}
-
-/**
- * budget_warning when spend crosses warningThresholdPct, budget_exceeded at 100 %: each at most
- * once per month, claimed by a conditional UPDATE so concurrent batches cannot both emit. With
- * budgetAction pause_agent, reaching the budget pauses the agent (kill_switch_triggered).
- */
-async function raiseBudgetEvents(tx: Tx, principal: Principal, agentIds: string[], month: string) {
-  const orgId = principal.organizationId;
-  const rows = await tx
-    .select()
-    .from(agents)
-    .where(and(eq(agents.organizationId, orgId), inArray(agents.id, agentIds), sql`${agents.monthlyBudgetUsd} is not null`));
-  for (const a of rows) {
-    const budget = a.monthlyBudgetUsd!;
-    const spend = a.currentMonthCostUsd;
-    const pct = budget > 0 ? (spend / budget) * 100 : spend > 0 ? Infinity : 0;
-    const data = { agentId: a.id, agentName: a.name, monthlyBudgetUsd: budget, currentMonthSpend: spend, percentUsed: Number.isFinite(pct) ? pct : 100, month };
-    if (pct >= a.warningThresholdPct) {
-      const [claimed] = await tx
-        .update(agents)
-        .set({ budgetWarnedMonth: month })
-        .where(and(eq(agents.organizationId, orgId), eq(agents.id, a.id), sql`${agents.budgetWarnedMonth} is distinct from ${month}`))
-        .returning({ id: agents.id });
-      if (claimed) await emit(tx, orgId, 'budget_warning', a.id, { ...data, warningThresholdPct: a.warningThresholdPct });
-    }
-    if (pct >= 100) {
-      const [claimed] = await tx
-        .update(agents)
-        .set({ budgetExceededMonth: month })
-        .where(and(eq(agents.organizationId, orgId), eq(agents.id, a.id), sql`${agents.budgetExceededMonth} is distinct from ${month}`))
-        .returning({ id: agents.id });
-      if (claimed) {
-        await emit(tx, orgId, 'budget_exceeded', a.id, { ...data, budgetAction: a.budgetAction });
-        if (a.budgetAction === 'pause_agent' && a.status === 'active') {
-          const ctx: AuditContext = {
-            principal: { organizationId: orgId, userId: 'system:budget', userName: 'Budget enforcement', userEmail: null },
-            ip: null,
-            userAgent: null,
-          };
-          await pauseInTx(tx, ctx, a, `Monthly budget of ${budget} USD reached`, 'system:budget', 'budget_exceeded');
-        }
-      }
-    }
-  }
 }

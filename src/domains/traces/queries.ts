@@ -3,8 +3,8 @@ import { and, asc, count, desc, eq, getTableColumns, gte, lte, ne, or, sql, type
 import type { Db, Executor } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import { agents, traces } from '../../db/schema/index.js';
-import { notFound } from '../../http/errors.js';
-import type { Principal } from '../../http/principal.js';
+import { notFound } from '../../core/errors.js';
+import type { Actor } from '../../core/actor.js';
 import type { ListTracesQuery } from './schemas.js';
 
 type Row = typeof traces.$inferSelect;
@@ -59,7 +59,7 @@ export interface TraceFilter {
 }
 
 /** WHERE conditions of a trace filter; an agent-scoped principal sees only its agent. */
-function where(p: Pick<Principal, 'organizationId' | 'agentId'>, f: TraceFilter): SQL[] {
+function where(p: Pick<Actor, 'organizationId' | 'agentId'>, f: TraceFilter): SQL[] {
   const c: SQL[] = [eq(traces.organizationId, p.organizationId)];
   if (p.agentId) c.push(eq(traces.agentId, p.agentId));
   if (f.agentId) c.push(eq(traces.agentId, f.agentId));
@@ -98,7 +98,7 @@ export const SEARCH_EXACT_LIMIT = 1000;
  *   time index, where the first page is found quickly (estimated total). The planner, left alone,
  *   misjudges rare multi-word searches and walks the whole table.
  */
-export async function listTraces(db: Db, p: Principal, q: ListTracesQuery, exactLimit: number) {
+export async function listTraces(db: Db, p: Actor, q: ListTracesQuery, exactLimit: number) {
   const w = and(...where(p, { ...q, startTime: q.startTime ? new Date(q.startTime) : undefined, endTime: q.endTime ? new Date(q.endTime) : undefined }))!;
   const pageOf = (ex: Executor) =>
     ex.select(cols).from(traces).where(w).orderBy(desc(traces.timestamp), desc(traces.id)).limit(q.limit).offset(q.offset);
@@ -131,7 +131,7 @@ export async function listTraces(db: Db, p: Principal, q: ListTracesQuery, exact
 }
 
 /** One trace of the organization by its uuid, or 404. */
-export async function getTraceRow(db: Executor, p: Pick<Principal, 'organizationId' | 'agentId'>, id: string) {
+export async function getTraceRow(db: Executor, p: Pick<Actor, 'organizationId' | 'agentId'>, id: string) {
   const c = [eq(traces.organizationId, p.organizationId), eq(traces.id, id)];
   if (p.agentId) c.push(eq(traces.agentId, p.agentId));
   const [row] = await db.select(cols).from(traces).where(and(...c)).limit(1);
@@ -142,7 +142,7 @@ export async function getTraceRow(db: Executor, p: Pick<Principal, 'organization
 const RELATED_LIMIT = 50;
 
 /** A trace with relatedTraces: those with the same parent, or the same session (at most 50, by time). */
-export async function getTraceWithRelated(db: Db, p: Principal, id: string) {
+export async function getTraceWithRelated(db: Db, p: Actor, id: string) {
   const row = await getTraceRow(db, p, id);
   const links: SQL[] = [];
   if (row.parentTraceId) links.push(eq(traces.parentTraceId, row.parentTraceId));
@@ -159,7 +159,7 @@ export async function getTraceWithRelated(db: Db, p: Principal, id: string) {
 }
 
 /** Direct children of a trace (spans whose parentTraceId is its traceId). */
-export async function childrenOf(db: Db, p: Principal, id: string) {
+export async function childrenOf(db: Db, p: Actor, id: string) {
   const row = await getTraceRow(db, p, id);
   const rows = await db
     .select(cols)
@@ -176,7 +176,7 @@ const TREE_MAX_DEPTH = 64;
 const TREE_MAX_NODES = 10_000;
 
 /** The span hierarchy below a trace, in one recursive SQL query (UNION dedups, so cycles end). */
-export async function treeOf(db: Db, p: Principal, id: string) {
+export async function treeOf(db: Db, p: Actor, id: string) {
   const root = await getTraceRow(db, p, id);
   const res = await db.execute(sql`
     with recursive tree(id, trace_id, depth) as (
@@ -205,7 +205,7 @@ export async function treeOf(db: Db, p: Principal, id: string) {
  * Traces similar to one: score = shared agent (0.35) + model (0.25) + status (0.15) +
  * environment (0.1) + span type (0.15), among the organization's 5,000 most recent traces.
  */
-export async function similarTo(db: Db, p: Principal, id: string, limit: number) {
+export async function similarTo(db: Db, p: Actor, id: string, limit: number) {
   const ref = await getTraceRow(db, p, id);
   const score = sql<number>`(
       (case when ${traces.agentId} = ${ref.agentId} then 0.35 else 0 end)
@@ -230,7 +230,7 @@ export async function similarTo(db: Db, p: Principal, id: string, limit: number)
 }
 
 /** Flags or unflags a trace for human review. */
-export async function flagTrace(db: Executor, p: Principal, id: string, flagged: boolean, reason: string | null) {
+export async function flagTrace(db: Executor, p: Actor, id: string, flagged: boolean, reason: string | null) {
   const row = await getTraceRow(db, p, id);
   await db
     .update(traces)
@@ -240,8 +240,8 @@ export async function flagTrace(db: Executor, p: Principal, id: string, flagged:
 }
 
 /** The aggregate stats object of contract.md over the last `hours`. */
-export async function traceStats(db: Db, p: Principal, hours: number) {
-  const since = new Date(Date.now() - hours * 3_600_000);
+export async function traceStats(db: Db, p: Actor, hours: number, now: Date) {
+  const since = new Date(now.getTime() - hours * 3_600_000);
   const w = and(...where(p, { startTime: since }));
   const bucket = hours <= 72 ? 'hour' : 'day';
   const [overall, byStatus, byAgent, byModel, series] = await Promise.all([
@@ -319,7 +319,7 @@ export async function traceStats(db: Db, p: Principal, hours: number) {
 }
 
 /** All matching traces, newest first, in keyset batches on (timestamp, id): flat memory for any size. */
-export async function* traceBatches(db: Db, p: Principal, f: TraceFilter, batchSize = 1000) {
+export async function* traceBatches(db: Db, p: Actor, f: TraceFilter, batchSize = 1000) {
   let after: { ts: Date; id: string } | null = null;
   for (;;) {
     const c = where(p, f);

@@ -2,7 +2,7 @@
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
-import { organizations } from '../../db/schema/index.js';
+import { organizationIds } from '../organizations/index.js';
 
 const DAY_MS = 86_400_000;
 
@@ -30,10 +30,10 @@ export async function deleteExpiredTraces(db: Executor, opts: DeleteExpiredOptio
   const batchSize = opts.batchSize ?? 1000;
   const maxBatches = opts.maxBatches ?? 1000;
   const before = opts.before.toISOString();
-  const orgs = await db.select({ id: organizations.id }).from(organizations).orderBy(organizations.id);
+  const orgs = await organizationIds(db);
   let deleted = 0;
   let batches = 0;
-  for (const { id: orgId } of orgs) {
+  for (const orgId of orgs) {
     for (;;) {
       if (batches >= maxBatches) return { deleted, more: true };
       batches++;

@@ -34,7 +34,7 @@ const tags = ['Traces'];
 
 export async function traceRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { db, pricing, subscriptions, config } = app.deps;
+  const { db, pricing, subscriptions, config, clock } = app.deps;
 
   r.post('/traces/ingest', {
     bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
@@ -52,7 +52,7 @@ export async function traceRoutes(app: FastifyInstance) {
     },
   }, async (req, reply) => {
     const length = Number(req.headers['content-length']);
-    const result = await ingestTraces({ db, pricing, subscriptions }, principalOf(req), req.body.traces, Number.isFinite(length) ? length : undefined);
+    const result = await ingestTraces({ db, pricing, subscriptions, clock }, principalOf(req), req.body.traces, Number.isFinite(length) ? length : undefined);
     return reply.code(202).send(result);
   });
 
@@ -81,7 +81,7 @@ export async function traceRoutes(app: FastifyInstance) {
   r.get('/traces/stats', {
     config: { auth: { scope: 'analytics:read' } },
     schema: { tags, summary: 'Aggregate statistics over the last `hours`', querystring: statsQuery, response: { 200: dataSchema(traceStatsSchema), ...errorResponses } },
-  }, async (req) => one(await q.traceStats(db, principalOf(req), req.query.hours)));
+  }, async (req) => one(await q.traceStats(db, principalOf(req), req.query.hours, clock.now())));
 
   r.get('/traces/export', {
     config: { auth: read },
