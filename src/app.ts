@@ -16,6 +16,7 @@ import type { Config } from './config.js';
 import type { Database, Db } from './db/client.js';
 import type { SharedState } from './lib/shared-state.js';
 import { ResponseCache } from './lib/response-cache.js';
+import { trustProxyOption } from './lib/ip.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
@@ -65,7 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       // Credentials never reach the logs.
       redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'],
     },
-    trustProxy: config.TRUST_PROXY,
+    trustProxy: trustProxyOption(config.TRUST_PROXY),
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestIdHeader: false,
     genReqId: (req) => {

@@ -8,6 +8,8 @@ import { createOrganization } from '../src/domains/organizations/service.js';
 import { memoryState, redisState, type SharedState } from '../src/lib/shared-state.js';
 
 export const JWT_SECRET = 'test-secret-with-enough-length-for-hs256!!';
+export const JWT_ISSUER = 'https://agov.test';
+export const JWT_AUDIENCE = 'agov';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -24,6 +26,8 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     RATE_LIMIT_INGEST_PER_MINUTE: '1000000',
     ENFORCEMENT_RATE_LIMIT_PER_MINUTE: '1000000',
     AUTH_JWT_SECRET: JWT_SECRET,
+    AUTH_JWT_ISSUER: JWT_ISSUER,
+    AUTH_JWT_AUDIENCE: JWT_AUDIENCE,
     DATABASE_URL: process.env.DATABASE_URL ?? '',
     REDIS_URL: process.env.REDIS_URL ?? '',
     ...env,
@@ -65,7 +69,13 @@ export async function createOrg(t: TestApp, name = 'Acme'): Promise<TestOrg> {
 
 /** Signs a dashboard JWT for a user of an organization. */
 export async function signJwt(claims: { sub: string; org_id: string; role: string; email?: string; name?: string }, secret = JWT_SECRET) {
-  return new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('10m').sign(new TextEncoder().encode(secret));
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer(JWT_ISSUER)
+    .setAudience(JWT_AUDIENCE)
+    .setIssuedAt()
+    .setExpirationTime('10m')
+    .sign(new TextEncoder().encode(secret));
 }
 
 /** Creates an API key through the API and answers its secret. */

@@ -43,6 +43,9 @@ interface Entry<T> {
 const MAX_CACHE = 10_000;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const NUL = /\u0000/;
+// Identity providers sign with asymmetric keys only: pinning them rules out `none` and an HS256
+// token "signed" with a published public key (algorithm confusion).
+const JWKS_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
 // Unknown keys are remembered briefly too, so a flood of bad keys does not become a flood of queries.
 const NEGATIVE_TTL_MS = 5_000;
 
@@ -215,17 +218,22 @@ export class Authenticator {
 
   private async fromJwt(token: string, ip: string): Promise<Principal> {
     if (!this.jwks && !this.secret) throw unauthorized('Invalid credentials');
+    // parseConfig guarantees issuer and audience whenever a secret or a JWKS URL is set.
     const verifyOpts = {
-      ...(this.config.AUTH_JWT_ISSUER ? { issuer: this.config.AUTH_JWT_ISSUER } : {}),
-      ...(this.config.AUTH_JWT_AUDIENCE ? { audience: this.config.AUTH_JWT_AUDIENCE } : {}),
+      issuer: this.config.AUTH_JWT_ISSUER,
+      audience: this.config.AUTH_JWT_AUDIENCE,
+      requiredClaims: ['exp', 'sub'],
     };
     let payload: Record<string, unknown>;
     try {
       payload = this.secret
         ? (await jwtVerify(token, this.secret, { ...verifyOpts, algorithms: ['HS256'] })).payload
-        : (await jwtVerify(token, this.jwks!, verifyOpts)).payload;
+        : (await jwtVerify(token, this.jwks!, { ...verifyOpts, algorithms: [...JWKS_ALGORITHMS] })).payload;
     } catch {
       throw unauthorized('Invalid or expired token');
+    }
+    if (!lifetimeWithin(payload, this.config.AUTH_JWT_MAX_AGE_SECONDS)) {
+      throw unauthorized(`Token lifetime exceeds ${this.config.AUTH_JWT_MAX_AGE_SECONDS} seconds`);
     }
     const sub = typeof payload.sub === 'string' ? payload.sub : '';
     const orgId = typeof payload.org_id === 'string' ? payload.org_id : '';
@@ -254,6 +262,17 @@ export class Authenticator {
       userEmail: email,
     };
   }
+}
+
+/**
+ * True when the token's `exp` is at most `maxSeconds` after its `iat` and after now: a token minted
+ * to live for years is refused even though it verifies (docs/decisions.md, "Security hardening").
+ */
+export function lifetimeWithin(payload: { exp?: unknown; iat?: unknown }, maxSeconds: number, nowMs = Date.now()): boolean {
+  if (typeof payload.exp !== 'number') return false;
+  const now = Math.floor(nowMs / 1000);
+  if (payload.exp - now > maxSeconds) return false;
+  return typeof payload.iat !== 'number' || payload.exp - payload.iat <= maxSeconds;
 }
 
 /** Checks a principal against what the route demands; throws 403. */
