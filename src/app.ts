@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { DestinationStream } from 'pino';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import {
@@ -17,6 +18,7 @@ import type { Database, Db } from './db/client.js';
 import type { SharedState } from './lib/shared-state.js';
 import { ResponseCache } from './lib/response-cache.js';
 import { trustProxyOption } from './lib/ip.js';
+import { serializeError } from './lib/log-error.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
@@ -35,6 +37,8 @@ export interface AppDeps {
   config: Config;
   database: Database;
   state: SharedState;
+  /** Where logs go (default stdout); tests pass a stream to read them. */
+  logStream?: DestinationStream;
 }
 
 export interface AppServices {
@@ -65,6 +69,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       level: config.LOG_LEVEL,
       // Credentials never reach the logs.
       redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'],
+      // Errors are logged without query text, parameters or row values (docs/decisions.md, "Security hardening").
+      serializers: { err: serializeError },
+      ...(deps.logStream ? { stream: deps.logStream } : {}),
     },
     trustProxy: trustProxyOption(config.TRUST_PROXY),
     bodyLimit: config.BODY_LIMIT_BYTES,

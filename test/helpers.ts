@@ -1,7 +1,7 @@
 /** Test harness: a real app on a real database (in-memory PGlite, or DATABASE_URL), real Redis when REDIS_URL is set. */
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { SignJWT } from 'jose';
-import { buildApp } from '../src/app.js';
+import { buildApp, type AppDeps } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { createOrganization } from '../src/domains/organizations/service.js';
@@ -19,7 +19,7 @@ export interface TestApp {
 }
 
 /** Builds an app on a fresh PGlite (or the shared PostgreSQL of DATABASE_URL) with generous rate limits. */
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function createTestApp(env: Record<string, string> = {}, opts: { logStream?: AppDeps['logStream'] } = {}): Promise<TestApp> {
   const config = parseConfig({
     LOG_LEVEL: 'silent',
     RATE_LIMIT_CONTROL_PER_MINUTE: '1000000',
@@ -35,7 +35,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const database = await openDatabase({ url: config.DATABASE_URL, dataDir: null, poolSize: 5 });
   await database.migrate();
   const state = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
-  const app = await buildApp({ config, database, state });
+  const app = await buildApp({ config, database, state, logStream: opts.logStream });
   await app.ready();
   return {
     app,
