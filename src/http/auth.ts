@@ -2,7 +2,7 @@
  * Authentication (API keys, JWT), authorization (role, scope, agent keys), IP and environment
  * checks, and per-organization rate limits: one onRequest hook, run before the body is parsed.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { eq, sql } from 'drizzle-orm';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config.js';
@@ -12,7 +12,7 @@ import { hashKey, looksLikeKey } from '../domains/api-keys/key-material.js';
 import type { SharedState } from '../lib/shared-state.js';
 import { compileAllowlist, ipAllowed } from '../lib/ip.js';
 import { AppError, forbidden, unauthorized } from './errors.js';
-import { roleAtLeast, roleForScopes, ROLES, type Principal, type Role, type RouteAuth, type Scope } from './principal.js';
+import { declaresAccess, roleAtLeast, roleForScopes, ROLES, type Principal, type Role, type RouteAuth, type Scope } from './principal.js';
 import { upsertUserFromToken } from '../domains/users/service.js';
 
 export const AUTH_CHANNEL = 'auth:invalidate';
@@ -284,8 +284,29 @@ export function authorize(p: Principal, need: RouteAuth, method: string) {
   if (need.scope && !p.scopes.has(need.scope)) throw forbidden(`Requires scope ${need.scope}`);
 }
 
-/** Installs the hook. Routes without `config.auth.public` require authentication. */
+/** Throws naming every route whose `config.auth` declares neither a scope, `anyPrincipal` nor `public`. */
+export function assertRoutesDeclareAccess(routes: readonly Pick<RouteOptions, 'method' | 'url' | 'config'>[]) {
+  const undeclared = routes
+    .filter((r) => !declaresAccess((r.config as { auth?: RouteAuth } | undefined)?.auth))
+    .map((r) => `${[r.method].flat().join(',')} ${r.url}`);
+  if (undeclared.length > 0) {
+    throw new Error(
+      `Routes without an access declaration (config.auth needs scope, anyPrincipal or public): ${[...new Set(undeclared)].join('; ')}`,
+    );
+  }
+}
+
+/**
+ * Installs the hook. Deny by default: every route must declare its access (checked when the app
+ * becomes ready, so the app refuses to start otherwise); routes without `public` need a credential.
+ */
 export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; state: SharedState; config: Config }) {
+  // Collected here and checked on ready, after every plugin (including later onRoute hooks that
+  // mark the API docs public) has had its say.
+  const routes: RouteOptions[] = [];
+  app.addHook('onRoute', (route) => void routes.push(route));
+  app.addHook('onReady', async () => assertRoutesDeclareAccess(routes));
+
   const limits = {
     control: deps.config.RATE_LIMIT_CONTROL_PER_MINUTE,
     ingest: deps.config.RATE_LIMIT_INGEST_PER_MINUTE,
@@ -294,7 +315,9 @@ export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; 
   app.addHook('onRequest', async (request, reply) => {
     // Unmatched routes fall through to the 404 handler.
     if (!request.routeOptions.url) return;
-    const need = request.routeOptions.config.auth ?? {};
+    const need = request.routeOptions.config.auth;
+    // Fail closed: the start-up check makes this unreachable, unless a route escaped it.
+    if (!need || !declaresAccess(need)) throw forbidden('This route declares no access');
     if (need.public) return;
     const principal = await deps.auth.authenticate(request);
     request.principal = principal;
