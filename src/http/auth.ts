@@ -8,9 +8,10 @@ import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import { apiKeys, organizations } from '../db/schema/index.js';
-import { hashKey, looksLikeKey } from '../domains/api-keys/key-material.js';
+import { environmentOfKey, hashKey, looksLikeKey } from '../domains/api-keys/key-material.js';
 import type { SharedState } from '../lib/shared-state.js';
 import { compileAllowlist, ipAllowed } from '../lib/ip.js';
+import { LookupCache } from '../lib/lookup-cache.js';
 import { AppError, forbidden, unauthorized } from './errors.js';
 import { declaresAccess, roleAtLeast, roleForScopes, ROLES, type Principal, type Role, type RouteAuth, type Scope } from './principal.js';
 import { upsertUserFromToken } from '../domains/users/service.js';
@@ -35,12 +36,11 @@ interface CachedOrg {
   allowedEnvironments: string[];
 }
 
-interface Entry<T> {
-  value: T | null;
-  until: number;
-}
-
-const MAX_CACHE = 10_000;
+// Bounded LRUs (docs/decisions.md, "Security hardening"): valid keys and unknown keys apart, so
+// a flood of unknown keys never evicts a key in use.
+const MAX_CACHED_KEYS = 10_000;
+const MAX_UNKNOWN_KEYS = 10_000;
+const MAX_CACHED_ORGS = 10_000;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const NUL = /\u0000/;
 // Identity providers sign with asymmetric keys only: pinning them rules out `none` and an HS256
@@ -100,11 +100,10 @@ export class UsageRecorder {
 
 /** Resolves credentials to a Principal, with a cache invalidated over pub/sub on any key or settings change. */
 export class Authenticator {
-  private keys = new Map<string, Entry<CachedKey>>();
-  private orgs = new Map<string, Entry<CachedOrg>>();
+  private keys: LookupCache<CachedKey>;
+  private orgs: LookupCache<CachedOrg>;
   private jwks: JWTVerifyGetKey | undefined;
   private secret: Uint8Array | undefined;
-  private ttlMs: number;
 
   constructor(
     private db: Db,
@@ -112,7 +111,10 @@ export class Authenticator {
     private state: SharedState,
     readonly usage: UsageRecorder,
   ) {
-    this.ttlMs = config.AUTH_CACHE_TTL_SECONDS * 1000;
+    const ttlMs = config.AUTH_CACHE_TTL_SECONDS * 1000;
+    const missingTtlMs = Math.min(ttlMs, NEGATIVE_TTL_MS);
+    this.keys = new LookupCache((hash) => this.loadKey(hash), { max: MAX_CACHED_KEYS, maxMissing: MAX_UNKNOWN_KEYS, ttlMs, missingTtlMs });
+    this.orgs = new LookupCache((id) => this.loadOrg(id), { max: MAX_CACHED_ORGS, maxMissing: MAX_CACHED_ORGS, ttlMs, missingTtlMs });
     if (config.AUTH_JWKS_URL) this.jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
     if (config.AUTH_JWT_SECRET) this.secret = new TextEncoder().encode(config.AUTH_JWT_SECRET);
     state.subscribe(AUTH_CHANNEL, (m) => this.drop(m));
@@ -136,14 +138,7 @@ export class Authenticator {
     await this.state.publish(AUTH_CHANNEL, `org:${orgId}`);
   }
 
-  private remember<T>(map: Map<string, Entry<T>>, k: string, value: T | null) {
-    if (map.size >= MAX_CACHE) map.clear();
-    map.set(k, { value, until: Date.now() + (value ? this.ttlMs : Math.min(this.ttlMs, NEGATIVE_TTL_MS)) });
-  }
-
-  private async lookupKey(hash: string): Promise<CachedKey | null> {
-    const hit = this.keys.get(hash);
-    if (hit && hit.until > Date.now()) return hit.value;
+  private async loadKey(hash: string): Promise<CachedKey | null> {
     const [row] = await this.db.select().from(apiKeys).where(eq(apiKeys.keyHash, hash)).limit(1);
     const value: CachedKey | null = row
       ? {
@@ -158,21 +153,16 @@ export class Authenticator {
           allow: compileAllowlist(row.ipAllowlist),
         }
       : null;
-    this.remember(this.keys, hash, value);
     return value;
   }
 
-  private async lookupOrg(id: string): Promise<CachedOrg | null> {
-    const hit = this.orgs.get(id);
-    if (hit && hit.until > Date.now()) return hit.value;
+  private async loadOrg(id: string): Promise<CachedOrg | null> {
     const [row] = await this.db
       .select({ id: organizations.id, ipAllowlist: organizations.ipAllowlist, allowedEnvironments: organizations.allowedEnvironments })
       .from(organizations)
       .where(eq(organizations.id, id))
       .limit(1);
-    const value = row ? { id: row.id, allow: compileAllowlist(row.ipAllowlist), allowedEnvironments: row.allowedEnvironments } : null;
-    this.remember(this.orgs, id, value);
-    return value;
+    return row ? { id: row.id, allow: compileAllowlist(row.ipAllowlist), allowedEnvironments: row.allowedEnvironments } : null;
   }
 
   /** Authenticates a request; throws 401 for bad credentials and 403 for IP or environment refusals. */
@@ -190,11 +180,12 @@ export class Authenticator {
   }
 
   private async fromKey(key: string, ip: string): Promise<Principal> {
-    if (key.length > 256) throw unauthorized('Invalid API key');
-    const k = await this.lookupKey(hashKey(key));
+    // Only the exact key shape is hashed and looked up: anything else costs no query and no cache entry.
+    if (environmentOfKey(key) === null) throw unauthorized('Invalid API key');
+    const k = await this.keys.get(hashKey(key));
     if (!k || !k.isActive) throw unauthorized('Invalid API key');
     if (k.expiresAt !== null && k.expiresAt <= Date.now()) throw unauthorized('API key has expired');
-    const org = await this.lookupOrg(k.organizationId);
+    const org = await this.orgs.get(k.organizationId);
     if (!org) throw unauthorized('Invalid API key');
     if (!ipAllowed(ip, k.allow)) throw forbidden('Caller IP is not in the API key allowlist');
     if (!ipAllowed(ip, org.allow)) throw forbidden('Caller IP is not in the organization allowlist');
@@ -248,7 +239,7 @@ export class Authenticator {
     if (NUL.test(sub) || (email !== null && NUL.test(email)) || (name !== null && NUL.test(name))) {
       throw unauthorized('Token claims contain NUL characters');
     }
-    const org = await this.lookupOrg(orgId.toLowerCase());
+    const org = await this.orgs.get(orgId.toLowerCase());
     if (!org) throw unauthorized('Unknown organization');
     if (!ipAllowed(ip, org.allow)) throw forbidden('Caller IP is not in the organization allowlist');
     const userId = await upsertUserFromToken(this.db, { organizationId: org.id, subject: sub, email, name, role });
