@@ -115,6 +115,10 @@ export class Authenticator {
     const missingTtlMs = Math.min(ttlMs, NEGATIVE_TTL_MS);
     this.keys = new LookupCache((hash) => this.loadKey(hash), { max: MAX_CACHED_KEYS, maxMissing: MAX_UNKNOWN_KEYS, ttlMs, missingTtlMs });
     this.orgs = new LookupCache((id) => this.loadOrg(id), { max: MAX_CACHED_ORGS, maxMissing: MAX_CACHED_ORGS, ttlMs, missingTtlMs });
+    // parseConfig refuses these at start; checked again so that no other way of building a Config fails open.
+    if ((config.AUTH_JWKS_URL || config.AUTH_JWT_SECRET) && (!config.AUTH_JWT_ISSUER || !config.AUTH_JWT_AUDIENCE || (config.AUTH_JWKS_URL && config.AUTH_JWT_SECRET))) {
+      throw new Error('JWT authentication needs AUTH_JWT_ISSUER, AUTH_JWT_AUDIENCE and exactly one of AUTH_JWKS_URL, AUTH_JWT_SECRET');
+    }
     if (config.AUTH_JWKS_URL) this.jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
     if (config.AUTH_JWT_SECRET) this.secret = new TextEncoder().encode(config.AUTH_JWT_SECRET);
     state.subscribe(AUTH_CHANNEL, (m) => this.drop(m));
@@ -209,7 +213,6 @@ export class Authenticator {
 
   private async fromJwt(token: string, ip: string): Promise<Principal> {
     if (!this.jwks && !this.secret) throw unauthorized('Invalid credentials');
-    // parseConfig guarantees issuer and audience whenever a secret or a JWKS URL is set.
     const verifyOpts = {
       issuer: this.config.AUTH_JWT_ISSUER,
       audience: this.config.AUTH_JWT_AUDIENCE,
