@@ -24,9 +24,8 @@ export interface LookupCacheOptions {
 export class LookupCache<V extends {}> {
   private found: LRUCache<string, V> | null;
   private missing: LRUCache<string, true> | null;
-  private loading = new Map<string, Promise<V | null>>();
-  // Bumped by every delete: a load that started before it does not store what it read.
-  private epoch = 0;
+  // Loads in progress; a delete marks its key's load stale, so it does not store what it read.
+  private loading = new Map<string, { promise: Promise<V | null>; stale: boolean }>();
 
   constructor(
     private load: (key: string) => Promise<V | null>,
@@ -43,36 +42,37 @@ export class LookupCache<V extends {}> {
     if (hit !== undefined) return Promise.resolve(hit);
     if (this.missing?.has(key)) return Promise.resolve(null);
     const pending = this.loading.get(key);
-    if (pending) return pending;
-    const epoch = this.epoch;
-    const p: Promise<V | null> = this.load(key)
+    if (pending) return pending.promise;
+    const entry: { promise: Promise<V | null>; stale: boolean } = { promise: Promise.resolve(null), stale: false };
+    entry.promise = this.load(key)
       .then((value) => {
-        if (epoch === this.epoch) {
+        if (!entry.stale) {
           if (value === null) this.missing?.set(key, true);
           else this.found?.set(key, value);
         }
         return value;
       })
       .finally(() => {
-        if (this.loading.get(key) === p) this.loading.delete(key);
+        if (this.loading.get(key) === entry) this.loading.delete(key);
       });
-    this.loading.set(key, p);
-    return p;
+    this.loading.set(key, entry);
+    return entry.promise;
   }
 
   /** Forgets a key; a load in progress is not stored and the next get reads again. */
   delete(key: string) {
-    this.epoch += 1;
     this.found?.delete(key);
     this.missing?.delete(key);
+    const pending = this.loading.get(key);
+    if (pending) pending.stale = true;
     this.loading.delete(key);
   }
 
   /** Forgets everything (e.g. after missed invalidations). */
   clear() {
-    this.epoch += 1;
     this.found?.clear();
     this.missing?.clear();
+    for (const pending of this.loading.values()) pending.stale = true;
     this.loading.clear();
   }
 }
