@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import type { DestinationStream } from 'pino';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import {
@@ -14,6 +15,8 @@ import {
   validatorCompiler,
 } from 'fastify-type-provider-zod';
 import type { ResponseCache } from './lib/response-cache.js';
+import { trustProxyOption } from './lib/ip.js';
+import { serializeError } from './lib/log-error.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
@@ -28,6 +31,8 @@ import { modules } from './modules.js';
 export type AppDeps = (Container | Infrastructure) & {
   /** The audit checkpoint signer (main.ts loads it) and the verify batch size; see docs/decisions.md "Audit checkpoints". */
   audit?: { signer?: AuditSigner; verifyPageSize?: number };
+  /** Where logs go (default stdout); tests pass a stream to read them. */
+  logStream?: DestinationStream;
 };
 
 export interface AuditServices {
@@ -61,8 +66,11 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
       level: config.LOG_LEVEL,
       // Credentials never reach the logs.
       redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'],
+      // Errors are logged without query text, parameters or row values (docs/decisions.md, "Security hardening").
+      serializers: { err: serializeError },
+      ...(input.logStream ? { stream: input.logStream } : {}),
     },
-    trustProxy: config.TRUST_PROXY,
+    trustProxy: trustProxyOption(config.TRUST_PROXY),
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestIdHeader: false,
     genReqId: (req) => {

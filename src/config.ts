@@ -2,6 +2,7 @@
  * Every environment variable the service reads, parsed and documented in one place.
  * The README's configuration table mirrors this file.
  */
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
 const bool = (def: boolean) =>
@@ -17,6 +18,29 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+// Names proxy-addr (Fastify's trustProxy) understands besides addresses and CIDR ranges.
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * TRUST_PROXY: `false` (default), `true` (every hop: refused in production), a hop count, or a
+ * comma-separated list of proxy addresses/CIDRs, as Fastify's trustProxy takes them.
+ */
+const trustProxy = z
+  .string()
+  .optional()
+  .transform((v, ctx): boolean | number | string[] => {
+    const s = (v ?? '').trim();
+    if (s === '' || ['false', '0', 'no'].includes(s)) return false;
+    if (s === 'true') return true;
+    if (/^\d+$/.test(s)) return Number(s);
+    const entries = s.split(',').map((e) => e.trim()).filter((e) => e !== '');
+    for (const e of entries) {
+      const ok = PROXY_NAMES.has(e) || (e.includes('/') ? ipaddr.isValidCIDR(e) : ipaddr.isValid(e));
+      if (!ok) ctx.addIssue({ code: 'custom', message: `"${e}" is not a hop count, an IP address, a CIDR range or loopback/linklocal/uniquelocal` });
+    }
+    return entries;
+  });
 
 const schema = z.object({
   NODE_ENV: z.string().default('development'),
@@ -38,13 +62,15 @@ const schema = z.object({
   RATE_LIMIT_CONTROL_PER_MINUTE: int(100),
   RATE_LIMIT_INGEST_PER_MINUTE: int(1000),
   ENFORCEMENT_RATE_LIMIT_PER_MINUTE: int(10000),
-  /** JWT verification for dashboard users. */
+  /** JWT verification for dashboard users: one of JWKS URL or HS256 secret, with issuer and audience. */
   AUTH_JWKS_URL: optionalString,
   AUTH_JWT_SECRET: optionalString,
   AUTH_JWT_ISSUER: optionalString,
   AUTH_JWT_AUDIENCE: optionalString,
-  /** Trust X-Forwarded-For from a proxy in front (needed for IP allowlists behind a load balancer). */
-  TRUST_PROXY: bool(false),
+  /** Longest accepted token lifetime: `exp` at most this far after `iat` (or after now without `iat`). */
+  AUTH_JWT_MAX_AGE_SECONDS: int(24 * 3600, 60, 30 * 24 * 3600),
+  /** Which X-Forwarded-For hops to trust (needed for IP allowlists behind a load balancer). */
+  TRUST_PROXY: trustProxy,
   /** Largest accepted request body in bytes. */
   BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
   /** Outbound calls to loopback/private addresses (webhooks, validators). */
@@ -100,10 +126,33 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     );
   }
   const production = c.NODE_ENV === 'production';
+  const problems = startupProblems(c, production);
+  if (problems.length > 0) throw new Error(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
   return {
     ...c,
     production,
     allowPrivateTargets:
       c.ALLOW_PRIVATE_TARGETS === undefined ? !production : ['true', '1'].includes(c.ALLOW_PRIVATE_TARGETS),
   };
+}
+
+/** Combinations of settings that are each valid but unsafe together (docs/decisions.md, "Security hardening"). */
+function startupProblems(c: z.infer<typeof schema>, production: boolean): string[] {
+  const out: string[] = [];
+  if (production && c.TRUST_PROXY === true) {
+    out.push(
+      'TRUST_PROXY: "true" trusts every X-Forwarded-For hop, so a client can forge its address past IP allowlists; ' +
+        'in production set the number of proxies in front (e.g. 1) or their addresses/CIDRs (e.g. 10.0.0.0/8)',
+    );
+  }
+  if (c.AUTH_JWT_SECRET && c.AUTH_JWKS_URL) {
+    out.push('AUTH_JWT_SECRET and AUTH_JWKS_URL are both set: set only one (HS256 secret or the identity provider\'s JWKS)');
+  }
+  if (c.AUTH_JWT_SECRET && Buffer.byteLength(c.AUTH_JWT_SECRET, 'utf8') < 32) {
+    out.push('AUTH_JWT_SECRET: must be at least 32 bytes (HS256 needs a key as long as its hash)');
+  }
+  if ((c.AUTH_JWT_SECRET || c.AUTH_JWKS_URL) && (!c.AUTH_JWT_ISSUER || !c.AUTH_JWT_AUDIENCE)) {
+    out.push('AUTH_JWT_ISSUER and AUTH_JWT_AUDIENCE are required when JWT authentication (AUTH_JWT_SECRET or AUTH_JWKS_URL) is configured');
+  }
+  return out;
 }

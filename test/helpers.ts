@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { inject } from 'vitest';
 import { SignJWT } from 'jose';
-import { buildApp } from '../src/app.js';
+import { buildApp, type AppDeps } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { assemble, type Container } from '../src/container.js';
@@ -17,6 +17,8 @@ import { memoryState, redisState, type SharedState } from '../src/lib/shared-sta
 import { onServer, withDatabase } from './global-setup.js';
 
 export const JWT_SECRET = 'test-secret-with-enough-length-for-hs256!!';
+export const JWT_ISSUER = 'https://agov.test';
+export const JWT_AUDIENCE = 'agov';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -29,16 +31,22 @@ export interface TestApp {
 }
 
 /**
- * Builds an app on a copy of the migrated template (a fresh PGlite, or this file's PostgreSQL database) with generous rate
- * limits. `opts.state` replaces the configured shared state (e.g. one whose publishes fail).
+ * Builds an app on a copy of the migrated template (a fresh PGlite, or this file's PostgreSQL
+ * database) with generous rate limits. `opts.state` replaces the configured shared state (e.g. one
+ * whose publishes fail); `opts.logStream` receives the app's logs.
  */
-export async function createTestApp(env: Record<string, string> = {}, opts: { state?: SharedState } = {}): Promise<TestApp> {
+export async function createTestApp(
+  env: Record<string, string> = {},
+  opts: { state?: SharedState; logStream?: AppDeps['logStream'] } = {},
+): Promise<TestApp> {
   const config = parseConfig({
     LOG_LEVEL: 'silent',
     RATE_LIMIT_CONTROL_PER_MINUTE: '1000000',
     RATE_LIMIT_INGEST_PER_MINUTE: '1000000',
     ENFORCEMENT_RATE_LIMIT_PER_MINUTE: '1000000',
     AUTH_JWT_SECRET: JWT_SECRET,
+    AUTH_JWT_ISSUER: JWT_ISSUER,
+    AUTH_JWT_AUDIENCE: JWT_AUDIENCE,
     DATABASE_URL: process.env.DATABASE_URL ? await testDatabaseUrl() : '',
     REDIS_URL: process.env.REDIS_URL ?? '',
     ...env,
@@ -47,7 +55,7 @@ export async function createTestApp(env: Record<string, string> = {}, opts: { st
   const database = await openTestDatabase();
   const state = opts.state ?? (config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState());
   const container = assemble({ config, database, state, clock });
-  const app = await buildApp(container);
+  const app = await buildApp({ ...container, logStream: opts.logStream });
   await app.ready();
   return {
     app,
@@ -118,7 +126,13 @@ export async function createOrg(t: TestApp, name = 'Acme'): Promise<TestOrg> {
 
 /** Signs a dashboard JWT for a user of an organization. */
 export async function signJwt(claims: { sub: string; org_id: string; role: string; email?: string; name?: string }, secret = JWT_SECRET) {
-  return new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('10m').sign(new TextEncoder().encode(secret));
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer(JWT_ISSUER)
+    .setAudience(JWT_AUDIENCE)
+    .setIssuedAt()
+    .setExpirationTime('10m')
+    .sign(new TextEncoder().encode(secret));
 }
 
 /** Creates an API key through the API and answers its secret. */

@@ -21,7 +21,7 @@ import * as schema from '../src/db/schema/index.js';
 import { generateKey, hashKey, prefixOf } from '../src/domains/api-keys/key-material.js';
 import { createOrganization } from '../src/domains/organizations/service.js';
 import { memoryState } from '../src/lib/shared-state.js';
-import { JWT_SECRET, signJwt } from './helpers.js';
+import { JWT_AUDIENCE, JWT_ISSUER, JWT_SECRET, signJwt } from './helpers.js';
 
 const migrations = fileURLToPath(new URL('../src/db/migrations', import.meta.url));
 const dirs: string[] = [];
@@ -80,7 +80,7 @@ beforeAll(async () => {
   // The app opens it: the remaining migrations run on the rows above.
   database = await openDatabase({ dataDir });
   await database.migrate();
-  const config = parseConfig({ LOG_LEVEL: 'silent', AUTH_JWT_SECRET: JWT_SECRET, DATABASE_URL: '', REDIS_URL: '' });
+  const config = parseConfig({ LOG_LEVEL: 'silent', AUTH_JWT_SECRET: JWT_SECRET, AUTH_JWT_ISSUER: JWT_ISSUER, AUTH_JWT_AUDIENCE: JWT_AUDIENCE, DATABASE_URL: '', REDIS_URL: '' });
   app = await buildApp({ config, database, state: memoryState() });
   await app.ready();
 });

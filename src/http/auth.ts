@@ -2,18 +2,19 @@
  * Authentication (API keys, JWT), authorization (role, scope, agent keys), IP and environment
  * checks, and per-organization rate limits: one onRequest hook, run before the body is parsed.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { eq, sql } from 'drizzle-orm';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import { apiKeys, organizations } from '../db/schema/index.js';
-import { hashKey, looksLikeKey } from '../domains/api-keys/key-material.js';
+import { environmentOfKey, hashKey, looksLikeKey } from '../domains/api-keys/key-material.js';
 import type { SharedState } from '../lib/shared-state.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { compileAllowlist, ipAllowed } from '../lib/ip.js';
 import { forbidden, rateLimited, unauthorized } from '../core/errors.js';
-import { roleAtLeast, roleForScopes, ROLES, type Principal, type Role, type RouteAuth, type Scope } from './principal.js';
+import { LookupCache } from '../lib/lookup-cache.js';
+import { declaresAccess, roleAtLeast, roleForScopes, ROLES, type Principal, type Role, type RouteAuth, type Scope } from './principal.js';
 import { upsertUserFromToken } from '../domains/users/service.js';
 
 export const AUTH_CHANNEL = 'auth:invalidate';
@@ -36,14 +37,16 @@ interface CachedOrg {
   allowedEnvironments: string[];
 }
 
-interface Entry<T> {
-  value: T | null;
-  until: number;
-}
-
-const MAX_CACHE = 10_000;
+// Bounded LRUs (docs/decisions.md, "Security hardening"): valid keys and unknown keys apart, so
+// a flood of unknown keys never evicts a key in use.
+const MAX_CACHED_KEYS = 10_000;
+const MAX_UNKNOWN_KEYS = 10_000;
+const MAX_CACHED_ORGS = 10_000;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const NUL = /\u0000/;
+// Identity providers sign with asymmetric keys only: pinning them rules out `none` and an HS256
+// token "signed" with a published public key (algorithm confusion).
+const JWKS_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
 // Unknown keys are remembered briefly too, so a flood of bad keys does not become a flood of queries.
 const NEGATIVE_TTL_MS = 5_000;
 
@@ -92,11 +95,10 @@ export class UsageRecorder {
 
 /** Resolves credentials to a Principal, with a cache invalidated over pub/sub on any key or settings change. */
 export class Authenticator {
-  private keys = new Map<string, Entry<CachedKey>>();
-  private orgs = new Map<string, Entry<CachedOrg>>();
+  private keys: LookupCache<CachedKey>;
+  private orgs: LookupCache<CachedOrg>;
   private jwks: JWTVerifyGetKey | undefined;
   private secret: Uint8Array | undefined;
-  private ttlMs: number;
 
   constructor(
     private db: Db,
@@ -106,7 +108,14 @@ export class Authenticator {
     // Key expiry is a rule: it reads the injected clock, as the expiry's default did (src/core/clock.ts).
     private clock: Clock = systemClock,
   ) {
-    this.ttlMs = config.AUTH_CACHE_TTL_SECONDS * 1000;
+    const ttlMs = config.AUTH_CACHE_TTL_SECONDS * 1000;
+    const missingTtlMs = Math.min(ttlMs, NEGATIVE_TTL_MS);
+    this.keys = new LookupCache((hash) => this.loadKey(hash), { max: MAX_CACHED_KEYS, maxMissing: MAX_UNKNOWN_KEYS, ttlMs, missingTtlMs });
+    this.orgs = new LookupCache((id) => this.loadOrg(id), { max: MAX_CACHED_ORGS, maxMissing: MAX_CACHED_ORGS, ttlMs, missingTtlMs });
+    // parseConfig refuses these at start; checked again so that no other way of building a Config fails open.
+    if ((config.AUTH_JWKS_URL || config.AUTH_JWT_SECRET) && (!config.AUTH_JWT_ISSUER || !config.AUTH_JWT_AUDIENCE || (config.AUTH_JWKS_URL && config.AUTH_JWT_SECRET))) {
+      throw new Error('JWT authentication needs AUTH_JWT_ISSUER, AUTH_JWT_AUDIENCE and exactly one of AUTH_JWKS_URL, AUTH_JWT_SECRET');
+    }
     if (config.AUTH_JWKS_URL) this.jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
     if (config.AUTH_JWT_SECRET) this.secret = new TextEncoder().encode(config.AUTH_JWT_SECRET);
     state.subscribe(AUTH_CHANNEL, (m) => this.drop(m));
@@ -135,14 +144,7 @@ export class Authenticator {
     await this.state.publish(AUTH_CHANNEL, `org:${orgId}`);
   }
 
-  private remember<T>(map: Map<string, Entry<T>>, k: string, value: T | null) {
-    if (map.size >= MAX_CACHE) map.clear();
-    map.set(k, { value, until: Date.now() + (value ? this.ttlMs : Math.min(this.ttlMs, NEGATIVE_TTL_MS)) });
-  }
-
-  private async lookupKey(hash: string): Promise<CachedKey | null> {
-    const hit = this.keys.get(hash);
-    if (hit && hit.until > Date.now()) return hit.value;
+  private async loadKey(hash: string): Promise<CachedKey | null> {
     const [row] = await this.db.select().from(apiKeys).where(eq(apiKeys.keyHash, hash)).limit(1);
     const value: CachedKey | null = row
       ? {
@@ -157,21 +159,16 @@ export class Authenticator {
           allow: compileAllowlist(row.ipAllowlist),
         }
       : null;
-    this.remember(this.keys, hash, value);
     return value;
   }
 
-  private async lookupOrg(id: string): Promise<CachedOrg | null> {
-    const hit = this.orgs.get(id);
-    if (hit && hit.until > Date.now()) return hit.value;
+  private async loadOrg(id: string): Promise<CachedOrg | null> {
     const [row] = await this.db
       .select({ id: organizations.id, ipAllowlist: organizations.ipAllowlist, allowedEnvironments: organizations.allowedEnvironments })
       .from(organizations)
       .where(eq(organizations.id, id))
       .limit(1);
-    const value = row ? { id: row.id, allow: compileAllowlist(row.ipAllowlist), allowedEnvironments: row.allowedEnvironments } : null;
-    this.remember(this.orgs, id, value);
-    return value;
+    return row ? { id: row.id, allow: compileAllowlist(row.ipAllowlist), allowedEnvironments: row.allowedEnvironments } : null;
   }
 
   /** Authenticates a request; throws 401 for bad credentials and 403 for IP or environment refusals. */
@@ -189,11 +186,12 @@ export class Authenticator {
   }
 
   private async fromKey(key: string, ip: string): Promise<Principal> {
-    if (key.length > 256) throw unauthorized('Invalid API key');
-    const k = await this.lookupKey(hashKey(key));
+    // Only the exact key shape is hashed and looked up: anything else costs no query and no cache entry.
+    if (environmentOfKey(key) === null) throw unauthorized('Invalid API key');
+    const k = await this.keys.get(hashKey(key));
     if (!k || !k.isActive) throw unauthorized('Invalid API key');
     if (k.expiresAt !== null && k.expiresAt <= this.clock.now().getTime()) throw unauthorized('API key has expired');
-    const org = await this.lookupOrg(k.organizationId);
+    const org = await this.orgs.get(k.organizationId);
     if (!org) throw unauthorized('Invalid API key');
     if (!ipAllowed(ip, k.allow)) throw forbidden('Caller IP is not in the API key allowlist');
     if (!ipAllowed(ip, org.allow)) throw forbidden('Caller IP is not in the organization allowlist');
@@ -218,16 +216,20 @@ export class Authenticator {
   private async fromJwt(token: string, ip: string): Promise<Principal> {
     if (!this.jwks && !this.secret) throw unauthorized('Invalid credentials');
     const verifyOpts = {
-      ...(this.config.AUTH_JWT_ISSUER ? { issuer: this.config.AUTH_JWT_ISSUER } : {}),
-      ...(this.config.AUTH_JWT_AUDIENCE ? { audience: this.config.AUTH_JWT_AUDIENCE } : {}),
+      issuer: this.config.AUTH_JWT_ISSUER,
+      audience: this.config.AUTH_JWT_AUDIENCE,
+      requiredClaims: ['exp', 'sub'],
     };
     let payload: Record<string, unknown>;
     try {
       payload = this.secret
         ? (await jwtVerify(token, this.secret, { ...verifyOpts, algorithms: ['HS256'] })).payload
-        : (await jwtVerify(token, this.jwks!, verifyOpts)).payload;
+        : (await jwtVerify(token, this.jwks!, { ...verifyOpts, algorithms: [...JWKS_ALGORITHMS] })).payload;
     } catch {
       throw unauthorized('Invalid or expired token');
+    }
+    if (!lifetimeWithin(payload, this.config.AUTH_JWT_MAX_AGE_SECONDS)) {
+      throw unauthorized(`Token lifetime exceeds ${this.config.AUTH_JWT_MAX_AGE_SECONDS} seconds`);
     }
     const sub = typeof payload.sub === 'string' ? payload.sub : '';
     const orgId = typeof payload.org_id === 'string' ? payload.org_id : '';
@@ -242,7 +244,7 @@ export class Authenticator {
     if (NUL.test(sub) || (email !== null && NUL.test(email)) || (name !== null && NUL.test(name))) {
       throw unauthorized('Token claims contain NUL characters');
     }
-    const org = await this.lookupOrg(orgId.toLowerCase());
+    const org = await this.orgs.get(orgId.toLowerCase());
     if (!org) throw unauthorized('Unknown organization');
     if (!ipAllowed(ip, org.allow)) throw forbidden('Caller IP is not in the organization allowlist');
     const userId = await upsertUserFromToken(this.db, { organizationId: org.id, subject: sub, email, name, role });
@@ -258,6 +260,17 @@ export class Authenticator {
   }
 }
 
+/**
+ * True when the token's `exp` is at most `maxSeconds` after its `iat` and after now: a token minted
+ * to live for years is refused even though it verifies (docs/decisions.md, "Security hardening").
+ */
+export function lifetimeWithin(payload: { exp?: unknown; iat?: unknown }, maxSeconds: number, nowMs = Date.now()): boolean {
+  if (typeof payload.exp !== 'number') return false;
+  const now = Math.floor(nowMs / 1000);
+  if (payload.exp - now > maxSeconds) return false;
+  return typeof payload.iat !== 'number' || payload.exp - payload.iat <= maxSeconds;
+}
+
 /** Checks a principal against what the route demands; throws 403. */
 export function authorize(p: Principal, need: RouteAuth, method: string) {
   if (p.kind === 'agent_key' && !need.agentKeys) throw forbidden('Agent-scoped keys cannot use this route');
@@ -267,8 +280,29 @@ export function authorize(p: Principal, need: RouteAuth, method: string) {
   if (need.scope && !p.scopes.has(need.scope)) throw forbidden(`Requires scope ${need.scope}`);
 }
 
-/** Installs the hook. Routes without `config.auth.public` require authentication. */
+/** Throws naming every route whose `config.auth` declares neither a scope, `anyPrincipal` nor `public`. */
+export function assertRoutesDeclareAccess(routes: readonly Pick<RouteOptions, 'method' | 'url' | 'config'>[]) {
+  const undeclared = routes
+    .filter((r) => !declaresAccess((r.config as { auth?: RouteAuth } | undefined)?.auth))
+    .map((r) => `${[r.method].flat().join(',')} ${r.url}`);
+  if (undeclared.length > 0) {
+    throw new Error(
+      `Routes without an access declaration (config.auth needs scope, anyPrincipal or public): ${[...new Set(undeclared)].join('; ')}`,
+    );
+  }
+}
+
+/**
+ * Installs the hook. Deny by default: every route must declare its access (checked when the app
+ * becomes ready, so the app refuses to start otherwise); routes without `public` need a credential.
+ */
 export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; state: SharedState; config: Config }) {
+  // Collected here and checked on ready, after every plugin (including later onRoute hooks that
+  // mark the API docs public) has had its say.
+  const routes: RouteOptions[] = [];
+  app.addHook('onRoute', (route) => void routes.push(route));
+  app.addHook('onReady', async () => assertRoutesDeclareAccess(routes));
+
   const limits = {
     control: deps.config.RATE_LIMIT_CONTROL_PER_MINUTE,
     ingest: deps.config.RATE_LIMIT_INGEST_PER_MINUTE,
@@ -277,7 +311,9 @@ export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; 
   app.addHook('onRequest', async (request, reply) => {
     // Unmatched routes fall through to the 404 handler.
     if (!request.routeOptions.url) return;
-    const need = request.routeOptions.config.auth ?? {};
+    const need = request.routeOptions.config.auth;
+    // Fail closed: the start-up check makes this unreachable, unless a route escaped it.
+    if (!need || !declaresAccess(need)) throw forbidden('This route declares no access');
     if (need.public) return;
     const principal = await deps.auth.authenticate(request);
     request.principal = principal;

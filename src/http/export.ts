@@ -58,7 +58,9 @@ export async function sendExport(reply: FastifyReply, format: ExportFormat, name
   reply.header('Content-Disposition', `attachment; filename="${name}-${stamp}.${format}"`);
   if (format === 'csv') {
     reply.type('text/csv; charset=utf-8');
-    const csv = stringify({ header: true, columns });
+    // A cell starting with = + - @ tab or CR would run as a formula in a spreadsheet: the library
+    // prefixes it with a quote (docs/decisions.md, "Security hardening").
+    const csv = stringify({ header: true, columns, escape_formulas: true });
     const source = Readable.from(rowsOf(batches, columns));
     source.on('error', (err) => csv.destroy(err));
     return reply.send(source.pipe(csv));

@@ -29,6 +29,9 @@ export interface Principal {
   agentId?: string;
 }
 
+/** True when a route's auth names who may call it: a scope, any principal, or the public. */
+export const declaresAccess = (a: RouteAuth | undefined): boolean => !!a && (a.public === true || a.anyPrincipal === true || a.scope !== undefined);
+
 const RANK: Record<Role, number> = { viewer: 0, developer: 1, admin: 2 };
 
 /** True when `have` is at least `need`. */
@@ -41,10 +44,15 @@ export function roleForScopes(scopes: readonly string[]): Role {
   return 'viewer';
 }
 
-/** What a route demands; declared in each route's `config.auth`. */
+/**
+ * What a route demands; declared in each route's `config.auth`. Every route must name a `scope`,
+ * `anyPrincipal` or `public`, or the app refuses to start (deny by default).
+ */
 export interface RouteAuth {
   /** Open to anyone (probes, API docs). */
   public?: boolean;
+  /** Any authenticated principal with the role for the method: for routes contract.md gives no scope. */
+  anyPrincipal?: boolean;
   /** Minimum role; default: viewer for GET/HEAD, developer otherwise. */
   role?: Role;
   /** Scope an API key must hold (users hold all scopes). Scope `admin` also implies role admin. */

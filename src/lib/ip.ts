@@ -33,3 +33,11 @@ export function ipAllowed(ip: string, ranges: Range[] | null): boolean {
   }
   return ranges.some(([net, bits]) => net.kind() === addr.kind() && addr.match(net, bits));
 }
+
+/**
+ * Fastify's trustProxy from TRUST_PROXY: a hop count becomes "trust the nearest n hops" (what
+ * Fastify does with a number, which its types do not declare); addresses and booleans pass through.
+ */
+export function trustProxyOption(v: boolean | number | string[]): boolean | string[] | ((addr: string, hop: number) => boolean) {
+  return typeof v === 'number' ? (_addr: string, hop: number) => hop < v : v;
+}

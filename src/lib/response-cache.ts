@@ -6,20 +6,24 @@
  * A reader stores its page under the version it saw *before* querying: a write that commits
  * meanwhile bumps past it, and the stale page is never served under the new version. Pub/sub is
  * at-most-once, so entries also expire after `ttlMs`: the most another instance can lag.
+ * Entries live in an LRU bounded by their size in bytes (docs/decisions.md, "Security hardening").
  */
+import { LRUCache } from 'lru-cache';
 import type { SharedState } from './shared-state.js';
 
 const CHANNEL = 'cache:invalidate';
 
 export class ResponseCache {
   private versions = new Map<string, number>();
-  private entries = new Map<string, { body: string; until: number }>();
+  private entries: LRUCache<string, string>;
 
   constructor(
     private state: SharedState,
-    private ttlMs = 5_000,
-    private maxEntries = 10_000,
+    ttlMs = 5_000,
+    maxBytes = 32 * 1024 * 1024,
   ) {
+    // A page larger than maxBytes is simply not stored (lru-cache's maxEntrySize defaults to maxSize).
+    this.entries = new LRUCache({ maxSize: maxBytes, sizeCalculation: (body) => Math.max(1, Buffer.byteLength(body)), ttl: ttlMs });
     state.subscribe(CHANNEL, (m) => this.bump(m));
     // Invalidations published while the subscriber was away are lost: forget every page.
     state.onReconnect(() => this.entries.clear());
@@ -36,21 +40,13 @@ export class ResponseCache {
 
   /** A cached body, or undefined. */
   get(orgId: string, scope: string, query: string): string | undefined {
-    const k = `${orgId}:${scope}:${this.version(orgId, scope)}:${query}`;
-    const e = this.entries.get(k);
-    if (!e) return undefined;
-    if (e.until <= Date.now()) {
-      this.entries.delete(k);
-      return undefined;
-    }
-    return e.body;
+    return this.entries.get(`${orgId}:${scope}:${this.version(orgId, scope)}:${query}`);
   }
 
   /** Stores a body under the version read before the query was made. */
   set(orgId: string, scope: string, version: number, query: string, body: string) {
     if (version !== this.version(orgId, scope)) return; // a write committed meanwhile
-    if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(`${orgId}:${scope}:${version}:${query}`, { body, until: Date.now() + this.ttlMs });
+    this.entries.set(`${orgId}:${scope}:${version}:${query}`, body);
   }
 
   /** Call after a change to the scope commits: every instance stops serving older pages. */

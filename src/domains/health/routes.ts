@@ -49,7 +49,7 @@ export async function probeRoutes(app: FastifyInstance) {
 export async function healthRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   r.get('/health', {
-    config: { auth: { rateLimit: false } },
+    config: { auth: { anyPrincipal: true, rateLimit: false } },
     schema: {
       tags: ['Health'],
       summary: 'Service health: database and cache checked for real',

@@ -22,6 +22,7 @@ export async function savedFilterRoutes(app: FastifyInstance) {
   const { db } = app.deps;
 
   r.get('/saved-filters', {
+    config: { auth: { anyPrincipal: true } },
     schema: { tags, summary: 'List your saved filters, newest first', querystring: listSavedFiltersQuery, response: { 200: pageSchema(savedFilterSchema), ...errorResponses } },
   }, async (req) => {
     const { rows, total } = await svc.listSavedFilters(db, ownerOf(req), req.query);
@@ -29,18 +30,22 @@ export async function savedFilterRoutes(app: FastifyInstance) {
   });
 
   r.post('/saved-filters', {
+    config: { auth: { anyPrincipal: true } },
     schema: { tags, summary: 'Save a filter (snake_case input)', body: createSavedFilterInput, response: { 201: dataSchema(savedFilterSchema), ...errorResponses } },
   }, async (req, reply) => reply.code(201).send(one(await svc.createSavedFilter(db, auditContext(req), req.body))));
 
   r.get('/saved-filters/:id', {
+    config: { auth: { anyPrincipal: true } },
     schema: { tags, summary: 'Get one of your saved filters', params: idParams, response: { 200: dataSchema(savedFilterSchema), ...errorResponses } },
   }, async (req) => one(svc.savedFilterView(await svc.getSavedFilter(db, ownerOf(req), req.params.id))));
 
   r.put('/saved-filters/:id', {
+    config: { auth: { anyPrincipal: true } },
     schema: { tags, summary: 'Update a saved filter (snake_case input; only given fields change)', params: idParams, body: updateSavedFilterInput, response: { 200: dataSchema(savedFilterSchema), ...errorResponses } },
   }, async (req) => one(await svc.updateSavedFilter(db, auditContext(req), req.params.id, req.body)));
 
   r.delete('/saved-filters/:id', {
+    config: { auth: { anyPrincipal: true } },
     schema: { tags, summary: 'Delete a saved filter permanently', params: idParams, response: { 204: z.null().describe('No content'), ...errorResponses } },
   }, async (req, reply) => {
     await svc.deleteSavedFilter(db, auditContext(req), req.params.id);

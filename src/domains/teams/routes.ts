@@ -39,6 +39,7 @@ export async function teamRoutes(app: FastifyInstance) {
   });
 
   r.get('/teams', {
+    config: { auth: { anyPrincipal: true } },
     schema: { tags, summary: 'List teams, ordered by name', querystring: listTeamsQuery, response: { 200: pageSchema(teamSchema), ...errorResponses } },
   }, async (req, reply) => {
     const orgId = principalOf(req).organizationId;
@@ -58,6 +59,7 @@ export async function teamRoutes(app: FastifyInstance) {
   }, async (req, reply) => reply.code(201).send(one(await svc.createTeam(db, auditContext(req), req.body))));
 
   r.get('/teams/:id', {
+    config: { auth: { anyPrincipal: true } },
     schema: { tags, summary: 'Get a team with its members', params: idParams, response: { 200: dataSchema(teamWithMembersSchema), ...errorResponses } },
   }, async (req) => one(await svc.getTeam(db, principalOf(req).organizationId, req.params.id)));
 
@@ -75,6 +77,7 @@ export async function teamRoutes(app: FastifyInstance) {
   });
 
   r.get('/teams/:id/members', {
+    config: { auth: { anyPrincipal: true } },
     schema: { tags, summary: "List a team's members", params: idParams, querystring: listMembersQuery, response: { 200: pageSchema(teamMemberSchema), ...errorResponses } },
   }, async (req) => {
     const { rows, total } = await svc.listMembers(db, principalOf(req).organizationId, req.params.id, req.query);

@@ -4,6 +4,7 @@
  * prefix after dropping a provider prefix ("openai/gpt-4o-2024-08-06" is priced as "gpt-4o").
  */
 import { readFileSync } from 'node:fs';
+import { LRUCache } from 'lru-cache';
 
 type Table = Map<string, [number, number]>;
 
@@ -23,7 +24,9 @@ export function loadPriceTable(path?: string): Table {
 
 export class Pricing {
   private byLength: string[];
-  private memo = new Map<string, [number, number] | null>();
+  // Model names come from callers: a bounded LRU, so many distinct names evict the rarest rather
+  // than emptying the memo (docs/decisions.md, "Security hardening"). `false` marks unknown models.
+  private memo = new LRUCache<string, [number, number] | false>({ max: 10_000 });
 
   constructor(private table: Table) {
     this.byLength = [...table.keys()].sort((a, b) => b.length - a.length);
@@ -33,7 +36,7 @@ export class Pricing {
   pricesOf(model: string): [number, number] | null {
     const key = model.toLowerCase().trim();
     const hit = this.memo.get(key);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined) return hit || null;
     const bare = key.includes('/') ? key.slice(key.lastIndexOf('/') + 1) : key;
     let found = this.table.get(bare) ?? null;
     if (!found) {
@@ -41,8 +44,7 @@ export class Pricing {
       const prefix = this.byLength.find((name) => bare.startsWith(name) && /^($|[-@:._])/.test(bare.slice(name.length)));
       found = prefix ? this.table.get(prefix)! : null;
     }
-    if (this.memo.size > 10_000) this.memo.clear();
-    this.memo.set(key, found);
+    this.memo.set(key, found ?? false);
     return found;
   }
 

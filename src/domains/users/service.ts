@@ -1,12 +1,14 @@
 /** Users known to an organization: from JWT sign-ins or created by the CLI. */
 import { and, eq, sql } from 'drizzle-orm';
+import { LRUCache } from 'lru-cache';
 import type { Executor } from '../../db/client.js';
 import { users } from '../../db/schema/index.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // A signed-in user is written at most once per interval per process, not on every request.
 const SEEN_INTERVAL_MS = 10 * 60_000;
-const seen = new Map<string, { id: string; at: number; digest: string }>();
+// A bounded LRU: many distinct signed-in users evict the least recent, not everyone at once.
+const seen = new LRUCache<string, { id: string; at: number; digest: string }>({ max: 50_000 });
 
 /** Creates or refreshes the user row behind a token and answers its id (the token's `sub` when it is a uuid). */
 export async function upsertUserFromToken(
@@ -33,7 +35,6 @@ export async function upsertUserFromToken(
       set: { email: u.email, name: u.name, role: u.role, lastSeenAt: sql`now()` },
     })
     .returning({ id: users.id });
-  if (seen.size > 50_000) seen.clear();
   seen.set(cacheKey, { id: row.id, at: Date.now(), digest });
   return row.id;
 }

@@ -1,0 +1,78 @@
+/**
+ * A read-through cache for credential lookups: bounded LRUs (lru-cache) for found and for missing
+ * values, and one load per key however many requests miss it at once.
+ *
+ * Found and missing values live in separate LRUs so that a flood of unknown keys evicts only other
+ * unknown keys, never a valid credential in use. Concurrent misses share one promise (lru-cache's
+ * own `fetch` coalesces too, but rejects the waiters when an invalidation aborts the load; here an
+ * invalidation during a load only stops its result from being stored). Docs: docs/decisions.md,
+ * "Security hardening".
+ */
+import { LRUCache } from 'lru-cache';
+
+export interface LookupCacheOptions {
+  /** Most found values kept. */
+  max: number;
+  /** Most missing keys remembered. */
+  maxMissing: number;
+  /** How long a found value is served (ms); 0 disables caching. */
+  ttlMs: number;
+  /** How long a missing key is remembered (ms). */
+  missingTtlMs: number;
+}
+
+export class LookupCache<V extends {}> {
+  private found: LRUCache<string, V> | null;
+  private missing: LRUCache<string, true> | null;
+  // Loads in progress; a delete marks its key's load stale, so it does not store what it read.
+  private loading = new Map<string, { promise: Promise<V | null>; stale: boolean }>();
+
+  constructor(
+    private load: (key: string) => Promise<V | null>,
+    opts: LookupCacheOptions,
+  ) {
+    // lru-cache reads a ttl of 0 as "never expires": 0 here means no caching at all.
+    this.found = opts.ttlMs > 0 ? new LRUCache({ max: opts.max, ttl: opts.ttlMs }) : null;
+    this.missing = opts.missingTtlMs > 0 ? new LRUCache({ max: opts.maxMissing, ttl: opts.missingTtlMs }) : null;
+  }
+
+  /** The cached value, or the loaded one (a single load for concurrent callers); null when missing. */
+  get(key: string): Promise<V | null> {
+    const hit = this.found?.get(key);
+    if (hit !== undefined) return Promise.resolve(hit);
+    if (this.missing?.has(key)) return Promise.resolve(null);
+    const pending = this.loading.get(key);
+    if (pending) return pending.promise;
+    const entry: { promise: Promise<V | null>; stale: boolean } = { promise: Promise.resolve(null), stale: false };
+    entry.promise = this.load(key)
+      .then((value) => {
+        if (!entry.stale) {
+          if (value === null) this.missing?.set(key, true);
+          else this.found?.set(key, value);
+        }
+        return value;
+      })
+      .finally(() => {
+        if (this.loading.get(key) === entry) this.loading.delete(key);
+      });
+    this.loading.set(key, entry);
+    return entry.promise;
+  }
+
+  /** Forgets a key; a load in progress is not stored and the next get reads again. */
+  delete(key: string) {
+    this.found?.delete(key);
+    this.missing?.delete(key);
+    const pending = this.loading.get(key);
+    if (pending) pending.stale = true;
+    this.loading.delete(key);
+  }
+
+  /** Forgets everything (e.g. after missed invalidations). */
+  clear() {
+    this.found?.clear();
+    this.missing?.clear();
+    for (const pending of this.loading.values()) pending.stale = true;
+    this.loading.clear();
+  }
+}
