@@ -20,7 +20,5 @@ export const apiKeysModule = defineModule({
     resolveExpiry,
     view: apiKeyView,
   }),
-  jobs: [],
-  schedules: [],
   caches: [AUTH_KEY_CACHE],
 });

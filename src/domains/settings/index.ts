@@ -17,7 +17,5 @@ export const settingsModule = defineModule({
     /** The organization's general settings. */
     organization: async (orgId: string) => orgView(await getOrganization(db, orgId)),
   }),
-  jobs: [],
-  schedules: [],
   caches: [AUTH_ORG_CACHE],
 });
