@@ -20,7 +20,7 @@ import { serializeError } from './lib/log-error.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
-import { ephemeralSigner, type AuditSigner } from './domains/audit/signer.js';
+import type { AuditSigner } from './domains/audit/signer.js';
 import { VERIFY_PAGE_SIZE } from './domains/audit/service.js';
 import type { Pricing } from './domains/traces/pricing.js';
 import type { Subscriptions } from './domains/events/subscriptions.js';
@@ -29,8 +29,8 @@ import { modules } from './modules.js';
 
 /** A built container, or what one is assembled from (config, database, shared state). */
 export type AppDeps = (Container | Infrastructure) & {
-  /** The audit checkpoint signer (main.ts loads it) and the verify batch size; see docs/decisions.md "Audit checkpoints". */
-  audit?: { signer?: AuditSigner; verifyPageSize?: number };
+  /** The verify batch size (the signer is the container's `auditSigner`); see docs/decisions.md "Audit checkpoints". */
+  audit?: { verifyPageSize?: number };
   /** Where logs go (default stdout); tests pass a stream to read them. */
   logStream?: DestinationStream;
 };
@@ -91,9 +91,8 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
   const auth = new Authenticator(deps.database.db, config, deps.state, usage, deps.clock);
   const { pricing } = deps.services.traces;
   const { subscriptions } = deps.services.events;
-  // Without a signer (tests, embedders) the app vouches with a key that dies with it: checkpoints
-  // it did not sign are then reported as signed by another key.
-  const audit: AuditServices = { signer: input.audit?.signer ?? ephemeralSigner(), verifyPageSize: input.audit?.verifyPageSize ?? VERIFY_PAGE_SIZE };
+  // The container's signer (src/container.ts): the routes verify with the key the schedule signs with.
+  const audit: AuditServices = { signer: deps.auditSigner, verifyPageSize: input.audit?.verifyPageSize ?? VERIFY_PAGE_SIZE };
   app.decorate('deps', { ...deps, auth, usage, pricing, subscriptions, cache: deps.responseCache, audit });
   app.addHook('onClose', async () => usage.stop());
 

@@ -9,7 +9,8 @@ import { memoryState, redisState, type SharedState } from './lib/shared-state.js
 import { ResponseCache } from './lib/response-cache.js';
 import { AfterCommit } from './core/after-commit.js';
 import { systemClock, type Clock } from './core/clock.js';
-import type { ModuleDeps } from './core/module.js';
+import type { CheckpointSigner, ModuleDeps } from './core/module.js';
+import { ephemeralSigner } from './domains/audit/signer.js';
 import { buildServices, type Services } from './modules.js';
 
 export interface Container extends ModuleDeps {
@@ -25,6 +26,12 @@ export interface Infrastructure {
   state: SharedState;
   clock?: Clock;
   afterCommit?: AfterCommit;
+  /**
+   * Signs audit checkpoints (main.ts loads it: AUDIT_SIGNING_KEY or the data directory's key). Without
+   * one (tests, embedders, the CLI) a key that dies with the container: checkpoints it did not sign
+   * are then reported as signed by another key.
+   */
+  auditSigner?: CheckpointSigner;
 }
 
 /** Builds caches and services around an open database and shared state. */
@@ -37,6 +44,7 @@ export function assemble(infra: Infrastructure): Container {
     clock: infra.clock ?? systemClock,
     afterCommit: infra.afterCommit ?? new AfterCommit(),
     responseCache: new ResponseCache(infra.state),
+    auditSigner: infra.auditSigner ?? ephemeralSigner(),
   };
   return {
     ...deps,
@@ -51,11 +59,12 @@ export function assemble(infra: Infrastructure): Container {
 /**
  * Opens the database (PostgreSQL when DATABASE_URL is set, else PGlite in `dataDir`, in memory
  * when null), applies migrations, connects the shared state (Redis when REDIS_URL is set) and
- * assembles the container. `state` and `clock` replace the configured ones (tests).
+ * assembles the container. `state` and `clock` replace the configured ones (tests); `auditSigner`
+ * is the server's checkpoint signer (an ephemeral one without it).
  */
 export async function openContainer(
   config: Config,
-  opts: { dataDir?: string | null; poolSize?: number; state?: SharedState; clock?: Clock } = {},
+  opts: { dataDir?: string | null; poolSize?: number; state?: SharedState; clock?: Clock; auditSigner?: CheckpointSigner } = {},
 ): Promise<Container> {
   const database = await openDatabase({
     url: config.DATABASE_URL,
@@ -64,5 +73,5 @@ export async function openContainer(
   });
   await database.migrate();
   const state = opts.state ?? (config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState());
-  return assemble({ config, database, state, clock: opts.clock });
+  return assemble({ config, database, state, clock: opts.clock, auditSigner: opts.auditSigner });
 }

@@ -7,50 +7,28 @@ import { openContainer } from './container.js';
 import { acquireDataDirLock } from './lib/data-dir-lock.js';
 import { roleRuns, startProcess } from './jobs/process.js';
 import { loadAuditSigner } from './domains/audit/signer.js';
-import { createDueCheckpoints } from './domains/audit/checkpoint-signing.js';
-import { deleteExpiredTraces, traceRetentionCutoff } from './domains/traces/retention.js';
 
 async function main() {
   const config = parseConfig();
   const runs = roleRuns(config.AGOV_ROLE);
   if (!config.DATABASE_URL) acquireDataDirLock(config.DATA_DIR, 'server');
-  const container = await openContainer(config);
-  const { database, state } = container;
   // The logger exists once the app does: keep the signer's messages until then.
   const signerLog: Array<['info' | 'warn', string]> = [];
-  const signer = loadAuditSigner(
+  const auditSigner = loadAuditSigner(
     { AUDIT_SIGNING_KEY: config.AUDIT_SIGNING_KEY, DATA_DIR: config.DATA_DIR, production: config.production, postgres: Boolean(config.DATABASE_URL) },
     { info: (m) => signerLog.push(['info', m]), warn: (m) => signerLog.push(['warn', m]) },
   );
-  const everyMs = config.AUDIT_CHECKPOINT_INTERVAL_SECONDS * 1000;
-  const proc = await startProcess({
-    config,
-    database,
-    state,
-    container,
-    now: () => container.clock.now(),
-    audit: { signer },
-    jobs: (runner) => {
-      // Checked every 10 s (or the interval, if shorter): a head that moved AUDIT_CHECKPOINT_EVERY entries is
-      // signed within that time, one that moved at all within AUDIT_CHECKPOINT_INTERVAL_SECONDS.
-      runner.schedule('audit-checkpoints', { everyMs: Math.min(everyMs, 10_000) }, async () => {
-        await createDueCheckpoints({ db: database.db, signer, now: container.clock.now(), everyEntries: config.AUDIT_CHECKPOINT_EVERY, everyMs });
-      });
-      // Trace retention (TRACE_RETENTION_DAYS; 0 keeps everything): hourly, in bounded batches; a run
-      // that hit its cap leaves the rest to the next hour rather than holding the worker.
-      runner.schedule('trace-retention', { everyMs: 3_600_000 }, async () => {
-        const before = traceRetentionCutoff(config.TRACE_RETENTION_DAYS, container.clock.now());
-        if (before) await deleteExpiredTraces(database.db, { before });
-      });
-    },
-  });
+  const container = await openContainer(config, { auditSigner });
+  const { database, state } = container;
+  // The modules' jobs and schedules (audit checkpoints, trace retention) are registered by startProcess.
+  const proc = await startProcess({ config, database, state, container });
   const { app } = proc;
   for (const [level, msg] of signerLog) app.log[level](msg);
 
   // Contract: a checkpoint at start-up wherever the head moved.
   // Deliberate fail-open: the API starts even when signing fails; verify then shows the unsigned tail.
   try {
-    const run = await createDueCheckpoints({ db: database.db, signer, now: container.clock.now(), everyEntries: 1, everyMs });
+    const run = await container.services.audit.createDueCheckpoints({ everyEntries: 1 });
     if (run.created.length) app.log.info(`audit: signed ${run.created.length} checkpoint(s) at start-up`);
     for (const r of run.refused) app.log.error(r, 'audit: chain head not signed: it does not continue the last checkpoint');
   } catch (err) {

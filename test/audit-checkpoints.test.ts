@@ -23,8 +23,8 @@ let pagedApp: FastifyInstance;
 beforeAll(async () => {
   t = await createTestApp();
   const deps = { config: t.app.deps.config, database: t.database, state: t.state };
-  app = await buildApp({ ...deps, audit: { signer } });
-  pagedApp = await buildApp({ ...deps, audit: { signer, verifyPageSize: 2 } });
+  app = await buildApp({ ...deps, auditSigner: signer });
+  pagedApp = await buildApp({ ...deps, auditSigner: signer, audit: { verifyPageSize: 2 } });
 });
 afterAll(async () => {
   await app.close();

@@ -21,20 +21,46 @@ export interface ModuleDeps {
   afterCommit: AfterCommit;
   /** Per-organization cache of serialized list pages (src/lib/response-cache.ts). */
   responseCache: ResponseCache;
+  /** Signs audit checkpoints, for the routes and the schedule alike (docs/decisions.md, "Audit checkpoints"). */
+  auditSigner: CheckpointSigner;
 }
 
-/** A durable background job a module handles (run by the job runner). */
+/**
+ * An Ed25519 signer, seen from core (the audit module's AuditSigner has this shape): declared here
+ * so that core imports no domain.
+ */
+export interface CheckpointSigner {
+  /** Hex SHA-256 of the public key's DER (SPKI). */
+  keyId: string;
+  /** The public key as SPKI PEM. */
+  publicKeyPem: string;
+  /** Base64 signature of the UTF-8 bytes of `message`. */
+  sign(message: string): string;
+}
+
+/** A claimed job as a module's handler sees it (the job runner's Job, typed structurally). */
+export interface ModuleJob {
+  id: string;
+  organizationId: string;
+  type: string;
+  payload: unknown;
+  attempt: number;
+  maxAttempts: number;
+}
+
+/** A durable background job type a module handles (registered with the job runner by src/jobs/process.ts). */
 export interface JobDefinition {
-  name: string;
-  handle(payload: unknown): Promise<void>;
+  type: string;
+  handle(job: ModuleJob): Promise<void>;
+  /** Lease and backoff (the job runner's defaults when absent). */
+  options?: { leaseMs?: number; baseDelayMs?: number; maxDelayMs?: number };
 }
 
-/** A job started on a schedule, once across all instances. */
-export interface ScheduleDefinition {
-  name: string;
-  job: string;
-  everyMs: number;
-}
+/**
+ * Work run once per `everyMs` across all instances: `run` (registered as the job type
+ * `schedule:<name>`, so it retries like any job) or the job type `job`.
+ */
+export type ScheduleDefinition = { name: string; everyMs: number } & ({ run(): Promise<void>; job?: never } | { job: string; run?: never });
 
 /** A Fastify plugin, seen from core: registered by src/app.ts under /api/v1. */
 export type RoutesPlugin = (app: never, opts: never) => Promise<void>;
@@ -48,8 +74,10 @@ export interface DomainModule<Name extends string = string, D extends keyof Modu
   /** The dependencies `services` is built from (a subset of the container's). */
   needs: readonly D[];
   services(deps: Pick<ModuleDeps, D>): S;
-  jobs: readonly JobDefinition[];
-  schedules: readonly ScheduleDefinition[];
+  /** The job types this module handles, built on its own services (run only in roles that run jobs). */
+  jobs?: (services: S) => readonly JobDefinition[];
+  /** The schedules this module runs, built on its own services (run only in roles that run jobs). */
+  schedules?: (services: S) => readonly ScheduleDefinition[];
   /** Names of the caches this module owns or invalidates (pub/sub channels, response-cache scopes). */
   caches: readonly string[];
 }

@@ -13,6 +13,7 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import * as schema from './schema/index.js';
+import { applyOnlineSteps } from './online-steps.js';
 
 export type Schema = typeof schema;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
@@ -25,14 +26,18 @@ export interface Database {
   kind: 'pglite' | 'postgres';
   /** Human-readable location for logs (no credentials). */
   describe: string;
-  /** Applies committed migrations; safe to call from several processes at once. */
-  migrate(): Promise<void>;
+  /**
+   * Applies committed migrations, then the online steps (src/db/online: outside any transaction);
+   * safe to call from several processes at once. `onlineFolder` replaces src/db/online (tests).
+   */
+  migrate(opts?: { onlineFolder?: string }): Promise<void>;
   /** Round trip to the database; throws when unreachable. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
 
 const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url));
+const onlineFolder = fileURLToPath(new URL('./online', import.meta.url));
 // Arbitrary constant: the advisory lock id that serializes migrations across instances.
 const MIGRATION_LOCK_ID = 724_011_337;
 
@@ -54,8 +59,17 @@ async function openPglite(dataDir: string | null, template?: Blob): Promise<Data
     db,
     kind: 'pglite',
     describe: dataDir ? `PGlite (embedded) at ${dataDir}` : 'PGlite (embedded, in memory)',
-    // PGlite is single-connection and single-process: no lock needed.
-    migrate: () => migratePglite(db as never, { migrationsFolder }),
+    // PGlite is single-connection and single-process: no lock needed, and no concurrent writer for
+    // CONCURRENTLY to spare, so online steps run plainly.
+    migrate: async (opts = {}) => {
+      await migratePglite(db as never, { migrationsFolder });
+      await applyOnlineSteps(
+        opts.onlineFolder ?? onlineFolder,
+        (statement) => client.exec(statement),
+        async (statement, params) => (await client.query<Record<string, unknown>>(statement, params)).rows,
+        { plain: true },
+      );
+    },
     ping: async () => {
       await client.query('select 1');
     },
@@ -79,7 +93,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     db,
     kind: 'postgres',
     describe: `PostgreSQL at ${host}`,
-    migrate: async () => {
+    migrate: async (opts = {}) => {
       // Several instances may start together: a session advisory lock on one connection
       // makes the others wait, then find nothing left to apply.
       const conn = await pool.connect();
@@ -87,6 +101,13 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
         await conn.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
         try {
           await migratePg(drizzlePg(conn, { schema }), { migrationsFolder });
+          // Under the same lock, one statement per query (a multi-statement query is one implicit transaction).
+          await applyOnlineSteps(
+            opts.onlineFolder ?? onlineFolder,
+            (statement) => conn.query(statement),
+            async (statement, params) => (await conn.query(statement, params)).rows,
+            { plain: false },
+          );
         } finally {
           await conn.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]);
         }

@@ -3,12 +3,11 @@
  * checks, and per-organization rate limits: one onRequest hook, run before the body is parsed.
  */
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
-import { eq, sql } from 'drizzle-orm';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
-import { apiKeys, organizations } from '../db/schema/index.js';
-import { environmentOfKey, hashKey, looksLikeKey } from '../domains/api-keys/key-material.js';
+import { environmentOfKey, findKeyByHash, hashKey, looksLikeKey, recordKeyUsage } from '../domains/api-keys/index.js';
+import { securityOf } from '../domains/settings/index.js';
 import type { SharedState } from '../lib/shared-state.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { compileAllowlist, ipAllowed } from '../lib/ip.js';
@@ -70,13 +69,8 @@ export class UsageRecorder {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    const rows = [...batch].map(([id, u]) => sql`(${id}::uuid, ${u.n}::bigint, ${u.at.toISOString()}::timestamptz)`);
     try {
-      await this.db.execute(sql`
-        update api_keys k set usage_count = k.usage_count + u.n,
-          last_used_at = greatest(k.last_used_at, u.at)
-        from (values ${sql.join(rows, sql`, `)}) as u(id, n, at)
-        where k.id = u.id`);
+      await recordKeyUsage(this.db, [...batch].map(([id, u]) => ({ id, n: u.n, at: u.at })));
     } catch (err) {
       for (const [id, u] of batch) {
         const p = this.pending.get(id);
@@ -145,7 +139,7 @@ export class Authenticator {
   }
 
   private async loadKey(hash: string): Promise<CachedKey | null> {
-    const [row] = await this.db.select().from(apiKeys).where(eq(apiKeys.keyHash, hash)).limit(1);
+    const row = await findKeyByHash(this.db, hash);
     const value: CachedKey | null = row
       ? {
           id: row.id,
@@ -163,11 +157,7 @@ export class Authenticator {
   }
 
   private async loadOrg(id: string): Promise<CachedOrg | null> {
-    const [row] = await this.db
-      .select({ id: organizations.id, ipAllowlist: organizations.ipAllowlist, allowedEnvironments: organizations.allowedEnvironments })
-      .from(organizations)
-      .where(eq(organizations.id, id))
-      .limit(1);
+    const row = await securityOf(this.db, id);
     return row ? { id: row.id, allow: compileAllowlist(row.ipAllowlist), allowedEnvironments: row.allowedEnvironments } : null;
   }
 

@@ -9,6 +9,8 @@ import type { Container } from '../container.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import type { SharedState } from '../lib/shared-state.js';
+import type { DomainModule } from '../core/module.js';
+import { modules, type Services } from '../modules.js';
 import { JobRunner } from './runner.js';
 import type { Now } from './types.js';
 
@@ -33,11 +35,21 @@ export interface StartProcessOptions {
   state: SharedState;
   /** The container already built from them (main.ts); without one, buildApp assembles its own. */
   container?: Container;
-  /** The audit checkpoint signer and verify batch size (passed to buildApp). */
+  /** The audit verify batch size (passed to buildApp); the signer is the container's. */
   audit?: AppDeps['audit'];
-  /** Registers job types and schedules before the runner starts (the domains' jobs, or a test's). */
+  /** Registers a test's job types and schedules before the runner starts (the modules' own are registered here). */
   jobs?: (runner: JobRunner, app: FastifyInstance) => void;
+  /** The runner's clock (default: the container's). */
   now?: Now;
+}
+
+/** Registers every module's job types and schedules (src/modules.ts), each built on that module's services. */
+export function registerModuleWork(runner: JobRunner, services: Services) {
+  for (const m of modules as readonly DomainModule[]) {
+    const own = (services as Record<string, unknown>)[m.name];
+    for (const job of m.jobs?.(own) ?? []) runner.register(job.type, job.handle, job.options);
+    for (const s of m.schedules?.(own) ?? []) runner.schedule(s.name, { everyMs: s.everyMs }, s.job ?? s.run);
+  }
 }
 
 /** Builds the app and the job runner for the configured role and starts the runner (listening is the caller's). */
@@ -48,7 +60,7 @@ export async function startProcess(opts: StartProcessOptions): Promise<ServicePr
   const runner = new JobRunner({
     db: database.db,
     log: app.log,
-    now: opts.now,
+    now: opts.now ?? (() => app.deps.clock.now()),
     runJobs: runs.jobs,
     pollIntervalMs: config.JOBS_POLL_INTERVAL_MS,
     concurrency: config.JOBS_CONCURRENCY,
@@ -58,6 +70,8 @@ export async function startProcess(opts: StartProcessOptions): Promise<ServicePr
   // Usage is buffered in THIS process's memory, so each instance flushes its own: a process-local
   // task, not a once-across-instances schedule (docs/decisions.md, "Background jobs").
   if (runs.api) runner.everyLocal('api-key-usage-flush', config.USAGE_FLUSH_INTERVAL_MS, () => app.deps.usage.flush());
+  // The modules' jobs and schedules belong to the roles that claim jobs; an API-only instance only enqueues.
+  if (runs.jobs) registerModuleWork(runner, app.deps.services);
   opts.jobs?.(runner, app);
   await app.ready();
   await runner.start();

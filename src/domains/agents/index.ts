@@ -22,8 +22,6 @@ export const agentsModule = defineModule({
     currentMonth: () => monthOf(clock.now()),
     pauseInTx,
   }),
-  jobs: [],
-  schedules: [],
   // Deleting an agent key forgets it in the authentication cache.
   caches: [AUTH_KEY_CACHE],
 });

@@ -6,7 +6,8 @@ import { apiKeyView, getApiKey, insertKey, resolveExpiry } from './service.js';
 
 // What other domains call: the api_keys table stays this module's.
 export { apiKeyView, deleteKeyOfAgent, insertKey, listKeysOfAgent, resolveExpiry } from './service.js';
-export { environmentOfKey, generateKey } from './key-material.js';
+export { environmentOfKey, generateKey, hashKey, looksLikeKey } from './key-material.js';
+export { findKeyByHash, recordKeyUsage, type KeyUsage } from './lookup.js';
 export { apiKeySchema, apiKeyWithSecretSchema } from './schemas.js';
 
 export const apiKeysModule = defineModule({
@@ -20,7 +21,5 @@ export const apiKeysModule = defineModule({
     resolveExpiry,
     view: apiKeyView,
   }),
-  jobs: [],
-  schedules: [],
   caches: [AUTH_KEY_CACHE],
 });

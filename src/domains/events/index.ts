@@ -11,7 +11,5 @@ export const eventsModule = defineModule({
     subscriptions: noSubscriptions,
     emit,
   }),
-  jobs: [],
-  schedules: [],
   caches: [],
 });

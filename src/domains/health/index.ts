@@ -8,7 +8,5 @@ export const healthModule = defineModule({
   rootRoutes: probeRoutes,
   needs: [],
   services: () => ({}),
-  jobs: [],
-  schedules: [],
   caches: [],
 });

@@ -16,7 +16,5 @@ export const organizationsModule = defineModule({
     /** True when no organization exists yet. */
     isEmpty: () => isEmpty(db),
   }),
-  jobs: [],
-  schedules: [],
   caches: [],
 });

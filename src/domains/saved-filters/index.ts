@@ -7,7 +7,5 @@ export const savedFiltersModule = defineModule({
   routes: savedFilterRoutes,
   needs: [],
   services: () => ({}),
-  jobs: [],
-  schedules: [],
   caches: [],
 });

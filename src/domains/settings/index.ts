@@ -6,6 +6,7 @@ import { getOrganization, orgView, securityView } from './service.js';
 
 // What other domains call: the settings columns of organizations stay this module's.
 export { defaultKeyExpiryDays } from './service.js';
+export { securityOf } from './lookup.js';
 
 export const settingsModule = defineModule({
   name: 'settings',
@@ -17,7 +18,5 @@ export const settingsModule = defineModule({
     /** The organization's general settings. */
     organization: async (orgId: string) => orgView(await getOrganization(db, orgId)),
   }),
-  jobs: [],
-  schedules: [],
   caches: [AUTH_ORG_CACHE],
 });

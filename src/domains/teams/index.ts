@@ -15,7 +15,5 @@ export const teamsModule = defineModule({
     /** A live team with its members, or NOT_FOUND. */
     get: (orgId: string, id: string) => getTeam(db, orgId, id),
   }),
-  jobs: [],
-  schedules: [],
   caches: [TEAMS_RESPONSE_CACHE],
 });

@@ -1,17 +1,34 @@
-/** The traces module: ingest, queries, flags, stats and exports. */
+/** The traces module: ingest, queries, flags, stats, exports and retention. */
 import { defineModule } from '../../core/module.js';
 import { traceRoutes } from './routes.js';
 import { loadPriceTable, Pricing } from './pricing.js';
+import { deleteExpiredTraces, traceRetentionCutoff } from './retention.js';
+
+const HOUR_MS = 3_600_000;
 
 export const tracesModule = defineModule({
   name: 'traces',
   routes: traceRoutes,
-  needs: ['config'],
-  services: ({ config }) => ({
+  needs: ['config', 'db', 'clock'],
+  services: ({ config, db, clock }) => ({
     /** Cost estimates for traces sent without a cost (the shipped table or PRICE_TABLE_PATH). */
     pricing: new Pricing(loadPriceTable(config.PRICE_TABLE_PATH)),
+    /** Deletes traces older than TRACE_RETENTION_DAYS at the clock's now (nothing when 0), in bounded batches. */
+    deleteExpired: async () => {
+      const before = traceRetentionCutoff(config.TRACE_RETENTION_DAYS, clock.now());
+      return before ? deleteExpiredTraces(db, { before }) : { deleted: 0, more: false };
+    },
   }),
-  jobs: [],
-  schedules: [],
+  // Hourly, in bounded batches: a run that hit its cap leaves the rest to the next hour rather than
+  // holding the worker (docs/decisions.md, "Trace retention").
+  schedules: (traces) => [
+    {
+      name: 'trace-retention',
+      everyMs: HOUR_MS,
+      run: async () => {
+        await traces.deleteExpired();
+      },
+    },
+  ],
   caches: [],
 });

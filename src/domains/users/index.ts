@@ -16,7 +16,5 @@ export const usersModule = defineModule({
     /** Creates or refreshes the user behind a token; answers its id. */
     upsertFromToken: (u: Parameters<typeof upsertUserFromToken>[1]) => upsertUserFromToken(db, u),
   }),
-  jobs: [],
-  schedules: [],
   caches: [],
 });
