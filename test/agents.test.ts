@@ -39,8 +39,7 @@ describe('agent registration', () => {
 });
 
 describe('listing and reading', () => {
-  it('filters by status, environment, type, platform, tag and search', async ({ app }) => {
-    const o = await createOrg(app);
+  it('filters by status, environment, type, platform, tag and search', async ({ freshOrg: o }) => {
     await register(o, { agentId: 'alpha', name: 'Alpha helper', tags: ['a'], environment: 'staging', type: 'workflow' });
     await register(o, { agentId: 'beta', name: 'Beta', description: 'handles refunds', platform: 'anthropic', tags: ['b'] });
     const q = async (qs: string) => (await o.req({ method: 'GET', url: `/api/v1/agents?${qs}` })).json();
@@ -107,8 +106,7 @@ describe('update, archive, pause, resume, kill switch', () => {
     expect((await org.req({ method: 'POST', url: `/api/v1/agents/${a.id}/pause`, payload: {} })).statusCode).toBe(409);
   });
 
-  it('the kill switch pauses every active agent (or one environment) and answers the count', async ({ app }) => {
-    const o = await createOrg(app);
+  it('the kill switch pauses every active agent (or one environment) and answers the count', async ({ freshOrg: o }) => {
     const a = await register(o, { environment: 'production' });
     const b = await register(o, { environment: 'staging' });
     const c = await register(o, { environment: 'production' });
@@ -124,8 +122,7 @@ describe('update, archive, pause, resume, kill switch', () => {
 });
 
 describe('budgets and stats', () => {
-  it('PUT/GET budget and GET /agents/budgets', async ({ app }) => {
-    const o = await createOrg(app);
+  it('PUT/GET budget and GET /agents/budgets', async ({ freshOrg: o }) => {
     const a = await register(o);
     await register(o);
     const put = await o.req({ method: 'PUT', url: `/api/v1/agents/${a.id}/budget`, payload: { monthlyBudgetUsd: 100, budgetAction: 'pause_agent', warningThresholdPct: 75 } });

@@ -27,8 +27,7 @@ const seqOf = async (org: TestOrg, n: number) => {
 };
 
 describe('audit hash chain', () => {
-  it('50 parallel mutations extend one unforked chain', async ({ app }) => {
-    const org = await createOrg(app);
+  it('50 parallel mutations extend one unforked chain', async ({ freshOrg: org }) => {
     await parallelMutations(org);
     const v = await verify(org);
     expect(v).toMatchObject({ valid: true, firstInvalid: null });
@@ -41,8 +40,7 @@ describe('audit hash chain', () => {
     expect(checksums.size).toBe(52); // every entry links to a distinct predecessor: no fork
   });
 
-  it('names the first entry whose row was edited directly in SQL', async ({ app }) => {
-    const org = await createOrg(app);
+  it('names the first entry whose row was edited directly in SQL', async ({ app, freshOrg: org }) => {
     await parallelMutations(org, 10);
     const target = await seqOf(org, 5);
     await app.database.db.execute(
@@ -54,8 +52,7 @@ describe('audit hash chain', () => {
     expect(v.firstInvalid.reason).toMatch(/edited/);
   });
 
-  it('names the entry after one deleted in SQL', async ({ app }) => {
-    const org = await createOrg(app);
+  it('names the entry after one deleted in SQL', async ({ app, freshOrg: org }) => {
     await parallelMutations(org, 10);
     const gone = await seqOf(org, 6);
     const next = await seqOf(org, 7);
@@ -65,8 +62,7 @@ describe('audit hash chain', () => {
     expect(v.firstInvalid).toMatchObject({ id: next.id, seq: 7 });
   });
 
-  it('detects the last entry removed and entries reordered', async ({ app }) => {
-    const org = await createOrg(app);
+  it('detects the last entry removed and entries reordered', async ({ app, freshOrg: org }) => {
     await parallelMutations(org, 6);
     const last = await seqOf(org, 8);
     await app.database.db.execute(sql`delete from audit_logs where id = ${last.id}`);
@@ -86,8 +82,7 @@ describe('audit hash chain', () => {
 });
 
 describe('/audit-logs', () => {
-  it('filters, gets one entry, and hides other organizations', async ({ app }) => {
-    const org = await createOrg(app);
+  it('filters, gets one entry, and hides other organizations', async ({ app, freshOrg: org }) => {
     const other = await createOrg(app);
     await org.req({ method: 'PATCH', url: '/api/v1/settings/security', payload: { enforce_mfa: true } });
     const list = await org.req({ method: 'GET', url: '/api/v1/audit-logs?action=security_settings.update' });
@@ -107,8 +102,7 @@ describe('/audit-logs', () => {
     expect(future.json().meta.total).toBe(0);
   });
 
-  it('exports as streamed JSON and CSV with the filters applied', async ({ app }) => {
-    const org = await createOrg(app);
+  it('exports as streamed JSON and CSV with the filters applied', async ({ freshOrg: org }) => {
     await parallelMutations(org, 3);
     const json = await org.req({ method: 'GET', url: '/api/v1/audit-logs/export?action=api_key.create' });
     expect(json.statusCode).toBe(200);

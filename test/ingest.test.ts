@@ -209,8 +209,7 @@ describe('POST /traces/ingest', () => {
     expect(res.json().errors[0]).toMatchObject({ index: 2, error: expect.stringMatching(/own agent/) });
   });
 
-  it("traces name agents of the caller's organization only", async ({ app, org }) => {
-    const other = await createOrg(app);
+  it("traces name agents of the caller's organization only", async ({ org, freshOrg: other }) => {
     const a = await agent(org);
     const res = await ingest(other, [{ traceId: randomUUID(), agentId: a.agentId }, { traceId: randomUUID(), agentUuid: a.id }]);
     expect(res.json()).toMatchObject({ accepted: 0, failed: 2 });

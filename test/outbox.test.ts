@@ -6,8 +6,7 @@ import { describe, expect, it } from './fixture.js';
 import { createOrg } from './helpers.js';
 
 describe('event outbox', () => {
-  it('an event commits with its transaction, with a fixed body and idempotency key', async ({ app }) => {
-    const org = await createOrg(app);
+  it('an event commits with its transaction, with a fixed body and idempotency key', async ({ app, freshOrg: org }) => {
     const ev = await app.database.db.transaction((tx) => emit(tx, org.orgId, 'agent_registered', null, { name: 'bot' }));
     const [row] = await app.database.db.select().from(outboxEvents).where(eq(outboxEvents.id, ev.id));
     expect(row).toMatchObject({ organizationId: org.orgId, type: 'agent_registered', status: 'pending', attempts: 0 });
@@ -18,8 +17,7 @@ describe('event outbox', () => {
     expect(row.idempotencyKey).toBe(expected);
   });
 
-  it('an event rolls back with its transaction', async ({ app }) => {
-    const org = await createOrg(app);
+  it('an event rolls back with its transaction', async ({ app, freshOrg: org }) => {
     let id = '';
     await expect(
       app.database.db.transaction(async (tx) => {

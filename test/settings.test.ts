@@ -31,8 +31,7 @@ describe('/settings/security', () => {
 });
 
 describe('/settings/organization', () => {
-  it('updates plan, compliance frameworks and data residency, audited, per organization', async ({ app, org }) => {
-    const other = await createOrg(app);
+  it('updates plan, compliance frameworks and data residency, audited, per organization', async ({ org, freshOrg: other }) => {
     const res = await org.req({ method: 'PATCH', url: '/api/v1/settings/organization', payload: { plan: 'enterprise', compliance_frameworks: ['SOC2'], data_residency: 'eu' } });
     expect(res.statusCode).toBe(200);
     expect(res.json().data).toMatchObject({ id: org.orgId, plan: 'enterprise', complianceFrameworks: ['SOC2'], dataResidency: 'eu' });

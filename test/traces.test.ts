@@ -91,8 +91,7 @@ describe('one trace', () => {
     expect(traceIdsOf(await get(org, `/traces/${ids.root}/children`))).toEqual(['llm', 'tool']);
   });
 
-  it('a cyclic parent chain still answers', async ({ app }) => {
-    const o = await createOrg(app);
+  it('a cyclic parent chain still answers', async ({ freshOrg: o }) => {
     const c = await agent(o);
     await o.req({ method: 'POST', url: '/api/v1/traces/ingest', payload: { traces: [
       { traceId: 'cy-a', agentId: c.agentId, parentTraceId: 'cy-b' }, { traceId: 'cy-b', agentId: c.agentId, parentTraceId: 'cy-a' },
@@ -181,8 +180,7 @@ describe('totals over large results', () => {
 });
 
 describe('full-text search over many matches', () => {
-  it('pages a common term newest first with an estimated total, and a rare one exactly', async ({ app }) => {
-    const o = await createOrg(app);
+  it('pages a common term newest first with an estimated total, and a rare one exactly', async ({ freshOrg: o }) => {
     await o.req({ method: 'POST', url: '/api/v1/agents', payload: { agentId: 'c', name: 'C', type: 'chatbot', platform: 'custom', environment: 'production' } });
     const start = Date.UTC(2026, 0, 1);
     for (let b = 0; b < 11; b++) {
