@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm';
 import { openDatabase, rowsOf, type Database, type Db } from '../src/db/client.js';
 import { enqueue, JobRunner, listDeadJobs, type JobLogger } from '../src/jobs/index.js';
 import { claimDue } from '../src/jobs/store.js';
-import { createTestApp, type TestApp } from './helpers.js';
+import { createTestApp, testDatabaseUrl, type TestApp } from './helpers.js';
 
 const quiet: JobLogger = { info: () => {}, warn: () => {}, error: () => {} };
 const onPostgres = !!process.env.DATABASE_URL;
@@ -159,8 +159,8 @@ describe('schedules', () => {
   it('fire once per period across two runners', async () => {
     const name = uniqueType('sched');
     const c = clock();
-    // On PostgreSQL the runners use separate pools, like two instances.
-    const other: Database | null = onPostgres ? await openDatabase({ url: process.env.DATABASE_URL, poolSize: 3 }) : null;
+    // On PostgreSQL the runners use separate pools on this file's database, like two instances.
+    const other: Database | null = onPostgres ? await openDatabase({ url: await testDatabaseUrl(), poolSize: 3 }) : null;
     try {
       const fired: string[] = [];
       const make = (d: Db, id: string) => {
@@ -240,7 +240,7 @@ describe('shutdown', () => {
 describe.skipIf(!onPostgres)('two runners on PostgreSQL', () => {
   it('never run the same job twice', async () => {
     const type = uniqueType('race');
-    const second = await openDatabase({ url: process.env.DATABASE_URL, poolSize: 5 });
+    const second = await openDatabase({ url: await testDatabaseUrl(), poolSize: 5 });
     try {
       const runs = new Map<string, number>();
       const handler = async (job: { id: string }) => {
