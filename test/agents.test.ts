@@ -1,16 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq } from 'drizzle-orm';
 import { outboxEvents } from '../src/db/schema/index.js';
-import { createKey, createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
-
-let t: TestApp;
-let org: TestOrg;
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await createOrg(t);
-});
-afterAll(() => t.close());
+import { describe, expect, it } from './fixture.js';
+import { createKey, createOrg, type TestApp, type TestOrg } from './helpers.js';
 
 const register = async (o: TestOrg, body: Record<string, unknown> = {}) => {
   const res = await o.req({
@@ -21,17 +13,17 @@ const register = async (o: TestOrg, body: Record<string, unknown> = {}) => {
   return res.json().data;
 };
 
-const events = (orgId: string, type: string) =>
-  t.database.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, orgId), eq(outboxEvents.type, type)));
+const events = (app: TestApp, orgId: string, type: string) =>
+  app.database.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, orgId), eq(outboxEvents.type, type)));
 
 describe('agent registration', () => {
-  it('registers with defaults, emits agent_registered and audits; a duplicate agentId is 409', async () => {
+  it('registers with defaults, emits agent_registered and audits; a duplicate agentId is 409', async ({ app, org }) => {
     const a = await register(org, { agentId: 'support-bot', tags: ['support'] });
     expect(a).toMatchObject({
       agentId: 'support-bot', status: 'active', healthStatus: 'unknown', budgetAction: 'alert', currentMonthCostUsd: 0,
       tags: ['support'], metadata: {}, lastSeenAt: null, monthlyBudgetUsd: null,
     });
-    expect((await events(org.orgId, 'agent_registered')).some((e) => e.agentId === a.id)).toBe(true);
+    expect((await events(app, org.orgId, 'agent_registered')).some((e) => e.agentId === a.id)).toBe(true);
     const audit = await org.req({ method: 'GET', url: `/api/v1/audit-logs?resourceId=${a.id}` });
     expect(audit.json().data[0].action).toBe('agent.create');
     const dup = await org.req({ method: 'POST', url: '/api/v1/agents', payload: { agentId: 'support-bot', name: 'x', type: 'chatbot', platform: 'openai', environment: 'production' } });
@@ -39,7 +31,7 @@ describe('agent registration', () => {
     expect(dup.json().error.code).toBe('CONFLICT');
   });
 
-  it('422 with fields for bad enums and missing required fields', async () => {
+  it('422 with fields for bad enums and missing required fields', async ({ org }) => {
     const res = await org.req({ method: 'POST', url: '/api/v1/agents', payload: { agentId: '', type: 'robot', platform: 'skynet', environment: 'prod', deploymentUrl: 'not a url' } });
     expect(res.statusCode).toBe(422);
     expect(Object.keys(res.json().error.fields)).toEqual(expect.arrayContaining(['agentId', 'name', 'type', 'platform', 'environment', 'deploymentUrl']));
@@ -47,8 +39,7 @@ describe('agent registration', () => {
 });
 
 describe('listing and reading', () => {
-  it('filters by status, environment, type, platform, tag and search', async () => {
-    const o = await createOrg(t);
+  it('filters by status, environment, type, platform, tag and search', async ({ freshOrg: o }) => {
     await register(o, { agentId: 'alpha', name: 'Alpha helper', tags: ['a'], environment: 'staging', type: 'workflow' });
     await register(o, { agentId: 'beta', name: 'Beta', description: 'handles refunds', platform: 'anthropic', tags: ['b'] });
     const q = async (qs: string) => (await o.req({ method: 'GET', url: `/api/v1/agents?${qs}` })).json();
@@ -64,9 +55,9 @@ describe('listing and reading', () => {
     expect((await o.req({ method: 'GET', url: '/api/v1/agents?status=gone' })).statusCode).toBe(422);
   });
 
-  it("another organization's agent is 404 everywhere and never listed", async () => {
+  it("another organization's agent is 404 everywhere and never listed", async ({ app, org }) => {
     const a = await register(org);
-    const other = await createOrg(t);
+    const other = await createOrg(app);
     for (const [method, url, payload] of [
       ['GET', `/api/v1/agents/${a.id}`], ['PATCH', `/api/v1/agents/${a.id}`, { name: 'x' }], ['DELETE', `/api/v1/agents/${a.id}`],
       ['POST', `/api/v1/agents/${a.id}/pause`, {}], ['POST', `/api/v1/agents/${a.id}/resume`], ['GET', `/api/v1/agents/${a.id}/stats`],
@@ -81,22 +72,22 @@ describe('listing and reading', () => {
 });
 
 describe('update, archive, pause, resume, kill switch', () => {
-  it('updates fields (422 for an unknown team), emits agent_updated', async () => {
+  it('updates fields (422 for an unknown team), emits agent_updated', async ({ app, org }) => {
     const a = await register(org);
     const res = await org.req({ method: 'PATCH', url: `/api/v1/agents/${a.id}`, payload: { name: 'Renamed', tags: ['x'], metadata: { tier: 1 } } });
     expect(res.json().data).toMatchObject({ name: 'Renamed', tags: ['x'], metadata: { tier: 1 } });
-    expect((await events(org.orgId, 'agent_updated')).some((e) => e.agentId === a.id)).toBe(true);
+    expect((await events(app, org.orgId, 'agent_updated')).some((e) => e.agentId === a.id)).toBe(true);
     const bad = await org.req({ method: 'PATCH', url: `/api/v1/agents/${a.id}`, payload: { teamId: randomUUID() } });
     expect(bad.statusCode).toBe(422);
     expect(bad.json().error.fields.teamId).toBeDefined();
   });
 
-  it('pause stamps the fields and emits kill_switch_triggered; resume clears them; wrong states are 409', async () => {
+  it('pause stamps the fields and emits kill_switch_triggered; resume clears them; wrong states are 409', async ({ app, org }) => {
     const a = await register(org);
     const p = await org.req({ method: 'POST', url: `/api/v1/agents/${a.id}/pause`, payload: { reason: 'runaway loop' } });
     expect(p.statusCode).toBe(200);
     expect(p.json().data).toMatchObject({ status: 'paused', pauseReason: 'runaway loop', pausedBy: expect.any(String), pausedAt: expect.any(String) });
-    const ev = (await events(org.orgId, 'kill_switch_triggered')).find((e) => e.agentId === a.id);
+    const ev = (await events(app, org.orgId, 'kill_switch_triggered')).find((e) => e.agentId === a.id);
     expect(ev?.data).toMatchObject({ reason: 'runaway loop', trigger: 'manual' });
     const again = await org.req({ method: 'POST', url: `/api/v1/agents/${a.id}/pause`, payload: {} });
     expect(again.statusCode).toBe(409);
@@ -106,17 +97,16 @@ describe('update, archive, pause, resume, kill switch', () => {
     expect((await org.req({ method: 'POST', url: `/api/v1/agents/${a.id}/resume` })).statusCode).toBe(409);
   });
 
-  it('archive keeps the agent readable with status archived and emits agent_deleted', async () => {
+  it('archive keeps the agent readable with status archived and emits agent_deleted', async ({ app, org }) => {
     const a = await register(org);
     const res = await org.req({ method: 'DELETE', url: `/api/v1/agents/${a.id}` });
     expect(res.json().data.status).toBe('archived');
     expect((await org.req({ method: 'GET', url: `/api/v1/agents/${a.id}` })).json().data.status).toBe('archived');
-    expect((await events(org.orgId, 'agent_deleted')).some((e) => e.agentId === a.id)).toBe(true);
+    expect((await events(app, org.orgId, 'agent_deleted')).some((e) => e.agentId === a.id)).toBe(true);
     expect((await org.req({ method: 'POST', url: `/api/v1/agents/${a.id}/pause`, payload: {} })).statusCode).toBe(409);
   });
 
-  it('the kill switch pauses every active agent (or one environment) and answers the count', async () => {
-    const o = await createOrg(t);
+  it('the kill switch pauses every active agent (or one environment) and answers the count', async ({ freshOrg: o }) => {
     const a = await register(o, { environment: 'production' });
     const b = await register(o, { environment: 'staging' });
     const c = await register(o, { environment: 'production' });
@@ -132,8 +122,7 @@ describe('update, archive, pause, resume, kill switch', () => {
 });
 
 describe('budgets and stats', () => {
-  it('PUT/GET budget and GET /agents/budgets', async () => {
-    const o = await createOrg(t);
+  it('PUT/GET budget and GET /agents/budgets', async ({ freshOrg: o }) => {
     const a = await register(o);
     await register(o);
     const put = await o.req({ method: 'PUT', url: `/api/v1/agents/${a.id}/budget`, payload: { monthlyBudgetUsd: 100, budgetAction: 'pause_agent', warningThresholdPct: 75 } });
@@ -151,7 +140,7 @@ describe('budgets and stats', () => {
     expect((await o.req({ method: 'PUT', url: `/api/v1/agents/${a.id}/budget`, payload: { monthlyBudgetUsd: 5, warningThresholdPct: 0 } })).statusCode).toBe(422);
   });
 
-  it('stats are zero before any trace', async () => {
+  it('stats are zero before any trace', async ({ org }) => {
     const a = await register(org);
     const res = await org.req({ method: 'GET', url: `/api/v1/agents/${a.id}/stats` });
     expect(res.statusCode).toBe(200);
@@ -160,7 +149,7 @@ describe('budgets and stats', () => {
 });
 
 describe('agent-scoped keys', () => {
-  it('are created under an agent, shown once, and can read only their own agent', async () => {
+  it('are created under an agent, shown once, and can read only their own agent', async ({ org }) => {
     const a = await register(org);
     const b = await register(org);
     const res = await org.req({ method: 'POST', url: `/api/v1/agents/${a.id}/keys`, payload: { name: 'sdk' } });
@@ -182,7 +171,7 @@ describe('agent-scoped keys', () => {
     expect((await org.req({ key: k.key, method: 'GET', url: `/api/v1/agents/${a.id}` })).statusCode).toBe(401);
   });
 
-  it('need admin to create', async () => {
+  it('need admin to create', async ({ org }) => {
     const a = await register(org);
     const dev = await createKey(org, { scopes: ['agent:read', 'agent:write'] });
     expect((await org.req({ key: dev.key, method: 'POST', url: `/api/v1/agents/${a.id}/keys`, payload: { name: 'x' } })).statusCode).toBe(403);

@@ -1,16 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
-
-let t: TestApp;
-let org: TestOrg;
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await createOrg(t);
-});
-afterAll(() => t.close());
+import { describe, expect, it } from './fixture.js';
+import { createKey, createOrg } from './helpers.js';
 
 describe('/api-keys', () => {
-  it('creates a key shown once, with the environment prefix, default scopes and default expiry', async () => {
+  it('creates a key shown once, with the environment prefix, default scopes and default expiry', async ({ org }) => {
     const res = await org.req({ method: 'POST', url: '/api/v1/api-keys', payload: { name: 'ci', environment: 'staging' } });
     expect(res.statusCode).toBe(201);
     const k = res.json().data;
@@ -30,7 +22,7 @@ describe('/api-keys', () => {
     expect(list.json().data.some((x: { id: string; key?: string }) => x.id === k.id && x.key === undefined)).toBe(true);
   });
 
-  it('expiresAt null means no expiry; a past expiresAt is 422', async () => {
+  it('expiresAt null means no expiry; a past expiresAt is 422', async ({ org }) => {
     const k = await createKey(org, { expiresAt: null });
     expect((await org.req({ method: 'GET', url: `/api/v1/api-keys/${k.id}` })).json().data.expiresAt).toBeNull();
     const res = await org.req({ method: 'POST', url: '/api/v1/api-keys', payload: { name: 'x', environment: 'production', expiresAt: '2001-01-01T00:00:00Z' } });
@@ -38,7 +30,7 @@ describe('/api-keys', () => {
     expect(res.json().error.fields.expiresAt).toMatch(/future/);
   });
 
-  it('422 with fields for bad names, environments, scopes and IP allowlists', async () => {
+  it('422 with fields for bad names, environments, scopes and IP allowlists', async ({ org }) => {
     const res = await org.req({
       method: 'POST', url: '/api/v1/api-keys',
       payload: { name: '', environment: 'prod', scopes: ['root'], ipAllowlist: ['10.0.0.0/33', '::1'] },
@@ -48,7 +40,7 @@ describe('/api-keys', () => {
     expect(Object.keys(fields)).toEqual(expect.arrayContaining(['name', 'environment', 'scopes.0', 'ipAllowlist.0', 'ipAllowlist.1']));
   });
 
-  it('updates only the given fields and audits before/after', async () => {
+  it('updates only the given fields and audits before/after', async ({ org }) => {
     const k = await createKey(org, { name: 'before' });
     const res = await org.req({ method: 'PATCH', url: `/api/v1/api-keys/${k.id}`, payload: { name: 'after', scopes: ['trace:read'] } });
     expect(res.statusCode).toBe(200);
@@ -61,8 +53,8 @@ describe('/api-keys', () => {
     expect(JSON.stringify(entries)).not.toContain(k.key);
   });
 
-  it("another organization's key is 404 and never listed", async () => {
-    const other = await createOrg(t, 'Other');
+  it("another organization's key is 404 and never listed", async ({ app, org }) => {
+    const other = await createOrg(app, 'Other');
     const k = await createKey(org, {});
     for (const [method, url] of [['GET', `/api/v1/api-keys/${k.id}`], ['PATCH', `/api/v1/api-keys/${k.id}`], ['DELETE', `/api/v1/api-keys/${k.id}`], ['POST', `/api/v1/api-keys/${k.id}/rotate`]] as const) {
       const res = await other.req({ method, url, payload: method === 'PATCH' ? { name: 'x' } : undefined });
@@ -73,7 +65,7 @@ describe('/api-keys', () => {
     expect(list.json().data.find((x: { id: string }) => x.id === k.id)).toBeUndefined();
   });
 
-  it('a malformed id is 404, not 500', async () => {
+  it('a malformed id is 404, not 500', async ({ org }) => {
     const res = await org.req({ method: 'GET', url: '/api/v1/api-keys/not-a-uuid' });
     expect(res.statusCode).toBe(404);
     expect(res.json().error.code).toBe('NOT_FOUND');

@@ -1,12 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
-
-let t: TestApp;
-beforeAll(async () => {
-  t = await createTestApp();
-});
-afterAll(() => t.close());
+import { describe, expect, it } from './fixture.js';
+import { createOrg, type TestOrg } from './helpers.js';
 
 const verify = async (org: TestOrg) => {
   const res = await org.req({ method: 'GET', url: '/api/v1/audit-logs/verify' });
@@ -33,8 +27,7 @@ const seqOf = async (org: TestOrg, n: number) => {
 };
 
 describe('audit hash chain', () => {
-  it('50 parallel mutations extend one unforked chain', async () => {
-    const org = await createOrg(t);
+  it('50 parallel mutations extend one unforked chain', async ({ freshOrg: org }) => {
     await parallelMutations(org);
     const v = await verify(org);
     expect(v).toMatchObject({ valid: true, firstInvalid: null });
@@ -47,11 +40,10 @@ describe('audit hash chain', () => {
     expect(checksums.size).toBe(52); // every entry links to a distinct predecessor: no fork
   });
 
-  it('names the first entry whose row was edited directly in SQL', async () => {
-    const org = await createOrg(t);
+  it('names the first entry whose row was edited directly in SQL', async ({ app, freshOrg: org }) => {
     await parallelMutations(org, 10);
     const target = await seqOf(org, 5);
-    await t.database.db.execute(
+    await app.database.db.execute(
       sql`update audit_logs set after_state = jsonb_set(after_state, '{name}', '"forged"') where id = ${target.id}`,
     );
     const v = await verify(org);
@@ -60,31 +52,29 @@ describe('audit hash chain', () => {
     expect(v.firstInvalid.reason).toMatch(/edited/);
   });
 
-  it('names the entry after one deleted in SQL', async () => {
-    const org = await createOrg(t);
+  it('names the entry after one deleted in SQL', async ({ app, freshOrg: org }) => {
     await parallelMutations(org, 10);
     const gone = await seqOf(org, 6);
     const next = await seqOf(org, 7);
-    await t.database.db.execute(sql`delete from audit_logs where id = ${gone.id}`);
+    await app.database.db.execute(sql`delete from audit_logs where id = ${gone.id}`);
     const v = await verify(org);
     expect(v.valid).toBe(false);
     expect(v.firstInvalid).toMatchObject({ id: next.id, seq: 7 });
   });
 
-  it('detects the last entry removed and entries reordered', async () => {
-    const org = await createOrg(t);
+  it('detects the last entry removed and entries reordered', async ({ app, freshOrg: org }) => {
     await parallelMutations(org, 6);
     const last = await seqOf(org, 8);
-    await t.database.db.execute(sql`delete from audit_logs where id = ${last.id}`);
+    await app.database.db.execute(sql`delete from audit_logs where id = ${last.id}`);
     expect((await verify(org)).valid).toBe(false);
 
-    const org2 = await createOrg(t);
+    const org2 = await createOrg(app);
     await parallelMutations(org2, 6);
     const a = await seqOf(org2, 3);
     const b = await seqOf(org2, 4);
-    await t.database.db.execute(sql`update audit_logs set seq = -1 where id = ${a.id}`);
-    await t.database.db.execute(sql`update audit_logs set seq = 3 where id = ${b.id}`);
-    await t.database.db.execute(sql`update audit_logs set seq = 4 where id = ${a.id}`);
+    await app.database.db.execute(sql`update audit_logs set seq = -1 where id = ${a.id}`);
+    await app.database.db.execute(sql`update audit_logs set seq = 3 where id = ${b.id}`);
+    await app.database.db.execute(sql`update audit_logs set seq = 4 where id = ${a.id}`);
     const v = await verify(org2);
     expect(v.valid).toBe(false);
     expect(v.firstInvalid).toMatchObject({ id: b.id, seq: 3 });
@@ -92,9 +82,8 @@ describe('audit hash chain', () => {
 });
 
 describe('/audit-logs', () => {
-  it('filters, gets one entry, and hides other organizations', async () => {
-    const org = await createOrg(t);
-    const other = await createOrg(t);
+  it('filters, gets one entry, and hides other organizations', async ({ app, freshOrg: org }) => {
+    const other = await createOrg(app);
     await org.req({ method: 'PATCH', url: '/api/v1/settings/security', payload: { enforce_mfa: true } });
     const list = await org.req({ method: 'GET', url: '/api/v1/audit-logs?action=security_settings.update' });
     expect(list.statusCode).toBe(200);
@@ -113,8 +102,7 @@ describe('/audit-logs', () => {
     expect(future.json().meta.total).toBe(0);
   });
 
-  it('exports as streamed JSON and CSV with the filters applied', async () => {
-    const org = await createOrg(t);
+  it('exports as streamed JSON and CSV with the filters applied', async ({ freshOrg: org }) => {
     await parallelMutations(org, 3);
     const json = await org.req({ method: 'GET', url: '/api/v1/audit-logs/export?action=api_key.create' });
     expect(json.statusCode).toBe(200);

@@ -6,20 +6,12 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { DrizzleQueryError, eq } from 'drizzle-orm';
 import Fastify from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiKeys, traces } from '../src/db/schema/index.js';
 import { hashKey } from '../src/domains/api-keys/key-material.js';
 import { deleteExpiredTraces, traceRetentionCutoff } from '../src/domains/traces/retention.js';
 import { registerErrorHandling } from '../src/http/errors.js';
-import { createOrg, createTestApp, signJwt, type TestApp, type TestOrg } from './helpers.js';
-
-let t: TestApp;
-let org: TestOrg;
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await createOrg(t);
-});
-afterAll(() => t.close());
+import { describe, expect, it } from './fixture.js';
+import { createOrg, signJwt, type TestOrg } from './helpers.js';
 
 async function agent(o: TestOrg) {
   const res = await o.req({
@@ -39,12 +31,12 @@ const traceIdsOf = async (o: TestOrg, query: string) =>
   ((await o.req({ method: 'GET', url: `/api/v1/traces?limit=100&${query}` })).json().data as { traceId: string }[]).map((x) => x.traceId).sort();
 
 describe('keys by organization', () => {
-  it('the same JWT subject signs into two organizations: both 200, one user row in each', async () => {
-    const other = await createOrg(t, 'Other');
+  it('the same JWT subject signs into two organizations: both 200, one user row in each', async ({ app, org }) => {
+    const other = await createOrg(app, 'Other');
     const sub = randomUUID();
     for (const o of [org, other]) {
       const token = await signJwt({ sub, org_id: o.orgId, role: 'admin', email: 'ada@example.com' });
-      const res = await t.app.inject({ method: 'GET', url: '/api/v1/api-keys', headers: { authorization: `Bearer ${token}` } });
+      const res = await app.app.inject({ method: 'GET', url: '/api/v1/api-keys', headers: { authorization: `Bearer ${token}` } });
       expect(res.statusCode, res.body).toBe(200);
       // The user is a member-able user of each organization, under the same id.
       const team = (await o.req({ method: 'POST', url: '/api/v1/teams', payload: { name: `t-${randomUUID()}` } })).json().data;
@@ -55,17 +47,17 @@ describe('keys by organization', () => {
     }
   });
 
-  it('new ids are UUIDv7, in creation order', async () => {
+  it('new ids are UUIDv7, in creation order', async ({ org }) => {
     const a = await agent(org);
     const b = await agent(org);
     for (const id of [a.id, b.id, org.orgId]) expect(id[14], id).toBe('7');
     expect(a.id < b.id).toBe(true);
   });
 
-  it("a key cannot be scoped to another organization's agent (the foreign key includes the organization)", async () => {
-    const other = await createOrg(t, 'Foreign');
+  it("a key cannot be scoped to another organization's agent (the foreign key includes the organization)", async ({ app, org }) => {
+    const other = await createOrg(app, 'Foreign');
     const theirs = await agent(other);
-    const insert = t.database.db.insert(apiKeys).values({
+    const insert = app.database.db.insert(apiKeys).values({
       organizationId: org.orgId, agentId: theirs.id, name: 'x', keyPrefix: 'svc_prod_x', keyHash: hashKey(randomUUID()),
       environment: 'production', scopes: ['trace:write'], createdBy: 'test',
     });
@@ -74,7 +66,7 @@ describe('keys by organization', () => {
 });
 
 describe('money is exact', () => {
-  it('1,000 costs of 0.000001 USD add up to exactly 0.001 everywhere', async () => {
+  it('1,000 costs of 0.000001 USD add up to exactly 0.001 everywhere', async ({ org }) => {
     const a = await agent(org);
     for (let batch = 0; batch < 10; batch++) {
       await ingest(org, Array.from({ length: 100 }, (_, i) => ({ traceId: `m-${batch}-${i}-${randomUUID()}`, agentUuid: a.id, costUsd: 0.000001 })));
@@ -87,7 +79,7 @@ describe('money is exact', () => {
     expect(put.json().data).toMatchObject({ monthlyBudgetUsd: 0.3, currentMonthSpend: 0.001 });
   });
 
-  it('re-sent costs move spend by the exact difference (0.1 + 0.2, then 0.2 → 0.7)', async () => {
+  it('re-sent costs move spend by the exact difference (0.1 + 0.2, then 0.2 → 0.7)', async ({ org }) => {
     const a = await agent(org);
     const [x, y] = [`x-${randomUUID()}`, `y-${randomUUID()}`];
     await ingest(org, [{ traceId: x, agentUuid: a.id, costUsd: 0.1 }, { traceId: y, agentUuid: a.id, costUsd: 0.2 }]);
@@ -98,9 +90,9 @@ describe('money is exact', () => {
 });
 
 describe('trace retention', () => {
-  it('deletes traces before the cutoff in bounded batches, organization by organization, and stops at the cap', async () => {
-    const o1 = await createOrg(t, 'Ret1');
-    const o2 = await createOrg(t, 'Ret2');
+  it('deletes traces before the cutoff in bounded batches, organization by organization, and stops at the cap', async ({ app }) => {
+    const o1 = await createOrg(app, 'Ret1');
+    const o2 = await createOrg(app, 'Ret2');
     const [a1, a2] = [await agent(o1), await agent(o2)];
     // January 2000 (the oldest timestamp accepted): no other test writes traces that old, so a test
     // file running in parallel on a shared PostgreSQL loses nothing.
@@ -109,15 +101,15 @@ describe('trace retention', () => {
     await ingest(o2, [1, 2, 20].map((d) => ({ traceId: `r2-${d}`, agentUuid: a2.id, timestamp: at(d) })));
     const before = new Date(at(10));
     // One statement of at most 2 rows, then the cap: more may remain.
-    const capped = await deleteExpiredTraces(t.database.db, { before, batchSize: 2, maxBatches: 1 });
+    const capped = await deleteExpiredTraces(app.database.db, { before, batchSize: 2, maxBatches: 1 });
     expect(capped.more).toBe(true);
     expect(capped.deleted).toBeLessThanOrEqual(2);
-    const rest = await deleteExpiredTraces(t.database.db, { before, batchSize: 2 });
+    const rest = await deleteExpiredTraces(app.database.db, { before, batchSize: 2 });
     expect(rest.more).toBe(false);
     expect(capped.deleted + rest.deleted).toBe(7);
     expect(await traceIdsOf(o1, '')).toEqual(['r1-20']);
     expect(await traceIdsOf(o2, '')).toEqual(['r2-20']);
-    expect(await deleteExpiredTraces(t.database.db, { before })).toEqual({ deleted: 0, more: false });
+    expect(await deleteExpiredTraces(app.database.db, { before })).toEqual({ deleted: 0, more: false });
   });
 
   it('TRACE_RETENTION_DAYS = 0 keeps traces forever; otherwise the cutoff is that many days back', () => {
@@ -128,13 +120,13 @@ describe('trace retention', () => {
 });
 
 describe('search vector', () => {
-  it('indexes the first 50,000 characters of input text, not what follows', async () => {
+  it('indexes the first 50,000 characters of input text, not what follows', async ({ app, org }) => {
     const a = await agent(org);
     const filler = 'lorem '.repeat(10_000); // 60,000 characters
     await ingest(org, [{ traceId: 'bounded', agentUuid: a.id, input: { prompt: `nearword ${filler} farword` } }]);
     expect(await traceIdsOf(org, 'search=nearword')).toEqual(['bounded']);
     expect(await traceIdsOf(org, 'search=farword')).toEqual([]);
-    const [row] = await t.database.db.select({ id: traces.id }).from(traces).where(eq(traces.traceId, 'bounded'));
+    const [row] = await app.database.db.select({ id: traces.id }).from(traces).where(eq(traces.traceId, 'bounded'));
     expect(row).toBeDefined();
   });
 });

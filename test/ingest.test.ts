@@ -1,19 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq } from 'drizzle-orm';
 import { outboxEvents, traces } from '../src/db/schema/index.js';
-import { createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
+import { afterEach, describe, expect, it } from './fixture.js';
+import { createOrg, type TestApp, type TestOrg } from './helpers.js';
 
-let t: TestApp;
-let org: TestOrg;
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await createOrg(t);
-});
-afterAll(() => t.close());
 // Tests that move the clock put it back to the present for the next.
-afterEach(() => {
-  t.clock.set(Date.now());
+afterEach(({ app }) => {
+  app.clock.set(Date.now());
 });
 
 async function agent(o: TestOrg, body: Record<string, unknown> = {}) {
@@ -28,14 +21,14 @@ async function agent(o: TestOrg, body: Record<string, unknown> = {}) {
 const ingest = (o: TestOrg, items: unknown[], key?: string) =>
   o.req({ method: 'POST', url: '/api/v1/traces/ingest', payload: { traces: items }, key });
 
-const stored = async (o: TestOrg, traceId: string) => {
-  const [row] = await t.database.db.select().from(traces).where(and(eq(traces.organizationId, o.orgId), eq(traces.traceId, traceId)));
+const stored = async (app: TestApp, o: TestOrg, traceId: string) => {
+  const [row] = await app.database.db.select().from(traces).where(and(eq(traces.organizationId, o.orgId), eq(traces.traceId, traceId)));
   return row;
 };
 const getAgent = async (o: TestOrg, id: string) => (await o.req({ method: 'GET', url: `/api/v1/agents/${id}` })).json().data;
 
 describe('POST /traces/ingest', () => {
-  it('accepts valid items, reports invalid ones, and writes nothing of a failed item', async () => {
+  it('accepts valid items, reports invalid ones, and writes nothing of a failed item', async ({ app, org }) => {
     const a = await agent(org);
     const ok = `t-${randomUUID()}`;
     const res = await ingest(org, [
@@ -58,13 +51,13 @@ describe('POST /traces/ingest', () => {
     expect(body.errors[4].error).toBe('unknown agent');
     expect(body.errors[5].error).toMatch(/agentId or agentUuid/);
     expect(body.errors[7]).toMatchObject({ traceId: null, error: 'item must be an object' });
-    for (const id of ['bad-status', 'neg-tokens', 'str-input', 'far-future', 'ghost', 'nobody']) expect(await stored(org, id)).toBeUndefined();
-    expect(await stored(org, ok)).toMatchObject({ status: 'success', durationMs: 120, environment: 'staging', spanName: 'answer' });
+    for (const id of ['bad-status', 'neg-tokens', 'str-input', 'far-future', 'ghost', 'nobody']) expect(await stored(app, org, id)).toBeUndefined();
+    expect(await stored(app, org, ok)).toMatchObject({ status: 'success', durationMs: 120, environment: 'staging', spanName: 'answer' });
     const clean = await ingest(org, [{ traceId: `t-${randomUUID()}`, agentUuid: a.id }]);
     expect(clean.json()).toEqual({ accepted: 1, failed: 0, traceIds: [expect.any(String)] });
   });
 
-  it('422 for the envelope: missing traces, empty, or more than 100 items', async () => {
+  it('422 for the envelope: missing traces, empty, or more than 100 items', async ({ org }) => {
     for (const payload of [{}, { traces: [] }, { traces: Array(101).fill({ traceId: 'x' }) }, { traces: 'x' }]) {
       const res = await org.req({ method: 'POST', url: '/api/v1/traces/ingest', payload });
       expect(res.statusCode).toBe(422);
@@ -72,7 +65,7 @@ describe('POST /traces/ingest', () => {
     }
   });
 
-  it('a 10 MB item fails alone', async () => {
+  it('a 10 MB item fails alone', async ({ org }) => {
     const a = await agent(org);
     const res = await ingest(org, [
       { traceId: `big-${randomUUID()}`, agentId: a.agentId, input: { text: 'x'.repeat(10 * 1024 * 1024) } },
@@ -83,19 +76,19 @@ describe('POST /traces/ingest', () => {
     expect(res.json().errors[0].error).toMatch(/larger than/);
   });
 
-  it('upserts by traceId: a completion merges onto its start; within a batch the later item wins', async () => {
+  it('upserts by traceId: a completion merges onto its start; within a batch the later item wins', async ({ app, org }) => {
     const a = await agent(org);
     const id = `t-${randomUUID()}`;
     await ingest(org, [{ traceId: id, agentId: a.agentId, input: { q: 'hi' }, spanName: 'run', timestamp: '2026-01-01T00:00:00Z' }]);
     await ingest(org, [{ traceId: id, agentId: a.agentId, output: { a: 'hello' }, status: 'error', errorMessage: 'boom', durationMs: 9 }]);
-    expect(await stored(org, id)).toMatchObject({ input: { q: 'hi' }, output: { a: 'hello' }, status: 'error', errorMessage: 'boom', durationMs: 9, spanName: 'run' });
-    expect((await stored(org, id)).timestamp.toISOString()).toBe('2026-01-01T00:00:00.000Z');
+    expect(await stored(app, org, id)).toMatchObject({ input: { q: 'hi' }, output: { a: 'hello' }, status: 'error', errorMessage: 'boom', durationMs: 9, spanName: 'run' });
+    expect((await stored(app, org, id)).timestamp.toISOString()).toBe('2026-01-01T00:00:00.000Z');
 
     const tok = `tok-${randomUUID()}`;
     await ingest(org, [{ traceId: tok, agentId: a.agentId, promptTokens: 100 }]);
-    expect((await stored(org, tok)).totalTokens).toBe(100);
+    expect((await stored(app, org, tok)).totalTokens).toBe(100);
     await ingest(org, [{ traceId: tok, agentId: a.agentId, completionTokens: 50 }]);
-    expect(await stored(org, tok)).toMatchObject({ promptTokens: 100, completionTokens: 50, totalTokens: 150 });
+    expect(await stored(app, org, tok)).toMatchObject({ promptTokens: 100, completionTokens: 50, totalTokens: 150 });
 
     const dup = `d-${randomUUID()}`;
     const res = await ingest(org, [
@@ -103,10 +96,10 @@ describe('POST /traces/ingest', () => {
       { traceId: dup, agentId: a.agentId, status: 'success' },
     ]);
     expect(res.json()).toMatchObject({ accepted: 2, failed: 0, traceIds: [dup, dup] });
-    expect(await stored(org, dup)).toMatchObject({ status: 'success', spanName: 'first' });
+    expect(await stored(app, org, dup)).toMatchObject({ status: 'success', spanName: 'first' });
   });
 
-  it('estimates cost from the price table when costUsd is absent, and keeps a sent cost', async () => {
+  it('estimates cost from the price table when costUsd is absent, and keeps a sent cost', async ({ app, org }) => {
     const a = await agent(org);
     const est = `c-${randomUUID()}`;
     const sent = `c-${randomUUID()}`;
@@ -115,14 +108,14 @@ describe('POST /traces/ingest', () => {
       { traceId: sent, agentId: a.agentId, modelName: 'gpt-4o-mini', promptTokens: 1000, costUsd: 0.5 },
       { traceId: `c-${randomUUID()}`, agentId: a.agentId, modelName: 'my-private-model', promptTokens: 1000 },
     ]);
-    const e = await stored(org, est);
+    const e = await stored(app, org, est);
     expect(e.costUsd).toBe(0.00045);
     expect(e.totalTokens).toBe(1500);
-    expect((await stored(org, sent)).costUsd).toBe(0.5);
+    expect((await stored(app, org, sent)).costUsd).toBe(0.5);
     expect((await getAgent(org, a.id)).currentMonthCostUsd).toBe(0.50045);
   });
 
-  it('accrues spend atomically: 8 parallel batches of 100 lose nothing; re-sending a trace does not double-count', async () => {
+  it('accrues spend atomically: 8 parallel batches of 100 lose nothing; re-sending a trace does not double-count', async ({ org }) => {
     const a = await agent(org);
     const batches = Array.from({ length: 8 }, (_, b) =>
       Array.from({ length: 100 }, (_, i) => ({ traceId: `p-${b}-${i}-${randomUUID()}`, agentId: a.agentId, costUsd: 0.01 })),
@@ -135,7 +128,7 @@ describe('POST /traces/ingest', () => {
     expect((await getAgent(org, a.id)).currentMonthCostUsd).toBe(8.02);
   });
 
-  it('lastSeenAt and healthStatus follow traces', async () => {
+  it('lastSeenAt and healthStatus follow traces', async ({ org }) => {
     const a = await agent(org);
     expect((await getAgent(org, a.id)).healthStatus).toBe('unknown');
     await ingest(org, Array.from({ length: 20 }, () => ({ traceId: randomUUID(), agentId: a.agentId, status: 'success' })));
@@ -147,15 +140,15 @@ describe('POST /traces/ingest', () => {
     expect((await getAgent(org, a.id)).healthStatus).toBe('degraded');
   });
 
-  it('budget_warning and budget_exceeded fire once a month; pause_agent pauses the agent', async () => {
+  it('budget_warning and budget_exceeded fire once a month; pause_agent pauses the agent', async ({ app }) => {
     // Mid-month on the test clock: every send below lands in the same budget month.
-    t.clock.set('2026-04-15T12:00:00Z');
-    const o = await createOrg(t);
+    app.clock.set('2026-04-15T12:00:00Z');
+    const o = await createOrg(app);
     const a = await agent(o);
     await o.req({ method: 'PUT', url: `/api/v1/agents/${a.id}/budget`, payload: { monthlyBudgetUsd: 1, budgetAction: 'pause_agent', warningThresholdPct: 50 } });
     const send = (cost: number) => ingest(o, [{ traceId: randomUUID(), agentId: a.agentId, costUsd: cost }]);
     const count = async (type: string) =>
-      (await t.database.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, o.orgId), eq(outboxEvents.type, type)))).length;
+      (await app.database.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, o.orgId), eq(outboxEvents.type, type)))).length;
     await send(0.4);
     expect(await count('budget_warning')).toBe(0);
     await send(0.2);
@@ -175,14 +168,14 @@ describe('POST /traces/ingest', () => {
     expect(budget).toMatchObject({ currentMonthSpend: 1.7, percentUsed: 170, willExceedBudget: true });
   });
 
-  it('a new month starts spend and budget events over (the budget month follows the injected clock)', async () => {
-    t.clock.set('2026-01-31T23:59:00Z');
-    const o = await createOrg(t);
+  it('a new month starts spend and budget events over (the budget month follows the injected clock)', async ({ app }) => {
+    app.clock.set('2026-01-31T23:59:00Z');
+    const o = await createOrg(app);
     const a = await agent(o);
     await o.req({ method: 'PUT', url: `/api/v1/agents/${a.id}/budget`, payload: { monthlyBudgetUsd: 1, budgetAction: 'alert', warningThresholdPct: 50 } });
     const send = (cost: number) => ingest(o, [{ traceId: randomUUID(), agentId: a.agentId, costUsd: cost }]);
     const events = async (type: string) =>
-      (await t.database.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, o.orgId), eq(outboxEvents.type, type))))
+      (await app.database.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, o.orgId), eq(outboxEvents.type, type))))
         .map((e) => (e.data as { month: string }).month)
         .sort();
     const budget = async () => (await o.req({ method: 'GET', url: `/api/v1/agents/${a.id}/budget` })).json().data;
@@ -191,7 +184,7 @@ describe('POST /traces/ingest', () => {
     expect(await events('budget_exceeded')).toEqual(['2026-01']);
     expect(await budget()).toMatchObject({ currentMonthSpend: 1.2, daysRemainingInPeriod: 1 });
 
-    t.clock.advance(2 * 60_000); // 2026-02-01T00:01Z
+    app.clock.advance(2 * 60_000); // 2026-02-01T00:01Z
     expect(await budget()).toMatchObject({ currentMonthSpend: 0, percentUsed: 0, daysRemainingInPeriod: 28 });
     expect((await getAgent(o, a.id)).currentMonthCostUsd).toBe(0);
     await send(0.6);
@@ -202,7 +195,7 @@ describe('POST /traces/ingest', () => {
     expect((await budget()).currentMonthSpend).toBeCloseTo(1.1, 9);
   });
 
-  it('an agent-scoped key ingests for its own agent only', async () => {
+  it('an agent-scoped key ingests for its own agent only', async ({ org }) => {
     const a = await agent(org);
     const b = await agent(org);
     const key = (await org.req({ method: 'POST', url: `/api/v1/agents/${a.id}/keys`, payload: { name: 'sdk' } })).json().data.key;
@@ -216,14 +209,13 @@ describe('POST /traces/ingest', () => {
     expect(res.json().errors[0]).toMatchObject({ index: 2, error: expect.stringMatching(/own agent/) });
   });
 
-  it("traces name agents of the caller's organization only", async () => {
-    const other = await createOrg(t);
+  it("traces name agents of the caller's organization only", async ({ org, freshOrg: other }) => {
     const a = await agent(org);
     const res = await ingest(other, [{ traceId: randomUUID(), agentId: a.agentId }, { traceId: randomUUID(), agentUuid: a.id }]);
     expect(res.json()).toMatchObject({ accepted: 0, failed: 2 });
   });
 
-  it('agent stats reflect ingested traces', async () => {
+  it('agent stats reflect ingested traces', async ({ org }) => {
     const a = await agent(org);
     await ingest(org, [
       ...[100, 200, 300, 400].map((d) => ({ traceId: randomUUID(), agentId: a.agentId, durationMs: d, costUsd: 0.25 })),

@@ -159,7 +159,7 @@ describe('schedules', () => {
   it('fire once per period across two runners', async () => {
     const name = uniqueType('sched');
     const c = clock();
-    // On PostgreSQL the runners use separate pools, like two instances.
+    // On PostgreSQL the runners use separate pools on this file's database, like two instances.
     const other: Database | null = onPostgres ? await openDatabase({ url: await testDatabaseUrl(), poolSize: 3 }) : null;
     try {
       const fired: string[] = [];

@@ -2,8 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
+import { afterAll, beforeAll, describe, expect, it, test } from './fixture.js';
 
 const lines: string[] = [];
 const logStream = new Writable({
@@ -13,33 +12,30 @@ const logStream = new Writable({
   },
 });
 
-let t: TestApp;
-let org: TestOrg;
 // Unique per run: the trigger below fires only for this span name, so a shared PostgreSQL's other tests never meet it.
 const marker = `force-db-error-${randomUUID()}`;
 const trigger = `agov_test_fail_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 
-beforeAll(async () => {
-  t = await createTestApp({ LOG_LEVEL: 'error' }, { logStream });
-  org = await createOrg(t);
+test.override({ appEnv: { LOG_LEVEL: 'error' }, appOptions: { logStream } });
+
+beforeAll(async ({ app }) => {
   // A real database failure, with a DETAIL that quotes a row value as PostgreSQL's own errors do.
-  await t.database.db.execute(sql.raw(`
+  await app.database.db.execute(sql.raw(`
     create function ${trigger}() returns trigger language plpgsql as $$
     begin
       raise exception 'forced failure' using errcode = 'XX001', detail = 'row: ' || new.input::text;
     end $$`));
-  await t.database.db.execute(sql.raw(`
+  await app.database.db.execute(sql.raw(`
     create trigger ${trigger} before insert on traces for each row
       when (new.span_name = '${marker}') execute function ${trigger}();`));
 });
-afterAll(async () => {
-  await t.database.db.execute(sql.raw(`drop trigger if exists ${trigger} on traces`));
-  await t.database.db.execute(sql.raw(`drop function if exists ${trigger}()`));
-  await t.close();
+afterAll(async ({ app }) => {
+  await app.database.db.execute(sql.raw(`drop trigger if exists ${trigger} on traces`));
+  await app.database.db.execute(sql.raw(`drop function if exists ${trigger}()`));
 });
 
 describe('error logs', () => {
-  it('keep the SQLSTATE of a failed ingest and drop its parameters, query text and detail', async () => {
+  it('keep the SQLSTATE of a failed ingest and drop its parameters, query text and detail', async ({ org }) => {
     const agent = await org.req({
       method: 'POST', url: '/api/v1/agents',
       payload: { agentId: `log-${randomUUID()}`, name: 'Log', type: 'chatbot', platform: 'custom', environment: 'production' },

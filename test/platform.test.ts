@@ -1,24 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
+import { describe, expect, it, test } from './fixture.js';
+import { createOrg, createTestApp } from './helpers.js';
 
-let t: TestApp;
-let org: TestOrg;
-beforeAll(async () => {
-  t = await createTestApp({ BODY_LIMIT_BYTES: String(64 * 1024) });
-  org = await createOrg(t);
-});
-afterAll(() => t.close());
+test.override({ appEnv: { BODY_LIMIT_BYTES: String(64 * 1024) } });
 
 describe('probes and health', () => {
-  it('/livez and /readyz answer without credentials and without details', async () => {
-    expect((await t.app.inject({ method: 'GET', url: '/livez' })).json()).toEqual({ status: 'ok' });
-    const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
+  it('/livez and /readyz answer without credentials and without details', async ({ app }) => {
+    expect((await app.app.inject({ method: 'GET', url: '/livez' })).json()).toEqual({ status: 'ok' });
+    const ready = await app.app.inject({ method: 'GET', url: '/readyz' });
     expect(ready.statusCode).toBe(200);
     expect(ready.json()).toEqual({ status: 'ready' });
   });
 
-  it('GET /api/v1/health requires authentication and reports database and cache', async () => {
-    expect((await t.app.inject({ method: 'GET', url: '/api/v1/health' })).statusCode).toBe(401);
+  it('GET /api/v1/health requires authentication and reports database and cache', async ({ app, org }) => {
+    expect((await app.app.inject({ method: 'GET', url: '/api/v1/health' })).statusCode).toBe(401);
     const res = await org.req({ method: 'GET', url: '/api/v1/health' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({
@@ -27,20 +21,20 @@ describe('probes and health', () => {
     });
   });
 
-  it('is degraded when the cache is unreachable', async () => {
-    const ping = t.state.ping;
-    t.state.ping = async () => false;
+  it('is degraded when the cache is unreachable', async ({ app, org }) => {
+    const ping = app.state.ping;
+    app.state.ping = async () => false;
     try {
       const res = await org.req({ method: 'GET', url: '/api/v1/health' });
       expect(res.json()).toMatchObject({ status: 'degraded', database: 'connected', redis: 'disconnected' });
     } finally {
-      t.state.ping = ping;
+      app.state.ping = ping;
     }
   });
 });
 
 describe('deprecated /api alias', () => {
-  it('serves the v1 routes with Deprecation, Sunset and Link headers', async () => {
+  it('serves the v1 routes with Deprecation, Sunset and Link headers', async ({ org }) => {
     const res = await org.req({ method: 'GET', url: '/api/health' });
     expect(res.statusCode).toBe(200);
     expect(res.headers.deprecation).toBe('true');
@@ -52,19 +46,19 @@ describe('deprecated /api alias', () => {
 });
 
 describe('error bodies', () => {
-  it('400 BAD_REQUEST for malformed JSON', async () => {
+  it('400 BAD_REQUEST for malformed JSON', async ({ org }) => {
     const res = await org.req({ method: 'POST', url: '/api/v1/api-keys', payload: '{"name": ', headers: { 'content-type': 'application/json' } });
     expect(res.statusCode).toBe(400);
     expect(res.json().error.code).toBe('BAD_REQUEST');
   });
 
-  it('413 PAYLOAD_TOO_LARGE above the body limit', async () => {
+  it('413 PAYLOAD_TOO_LARGE above the body limit', async ({ org }) => {
     const res = await org.req({ method: 'POST', url: '/api/v1/api-keys', payload: { name: 'x'.repeat(100_000), environment: 'production' } });
     expect(res.statusCode).toBe(413);
     expect(res.json().error.code).toBe('PAYLOAD_TOO_LARGE');
   });
 
-  it('422 VALIDATION_ERROR with fields named as the input names them (snake_case too)', async () => {
+  it('422 VALIDATION_ERROR with fields named as the input names them (snake_case too)', async ({ org }) => {
     const res = await org.req({ method: 'PATCH', url: '/api/v1/settings/security', payload: { default_key_expiry_days: 0, enforce_mfa: 'yes' } });
     expect(res.statusCode).toBe(422);
     expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', fields: { default_key_expiry_days: expect.any(String), enforce_mfa: expect.any(String) } });
@@ -73,13 +67,13 @@ describe('error bodies', () => {
     expect(q.json().error.fields.limit).toBeDefined();
   });
 
-  it('404 NOT_FOUND for an unknown route; no stack or SQL in any body', async () => {
+  it('404 NOT_FOUND for an unknown route; no stack or SQL in any body', async ({ org }) => {
     const res = await org.req({ method: 'GET', url: '/api/v1/nope' });
     expect(res.statusCode).toBe(404);
     expect(res.json().error.code).toBe('NOT_FOUND');
   });
 
-  it('echoes a given X-Request-Id and generates one otherwise', async () => {
+  it('echoes a given X-Request-Id and generates one otherwise', async ({ org }) => {
     const given = await org.req({ method: 'GET', url: '/livez', headers: { 'x-request-id': 'abc-123' } });
     expect(given.headers['x-request-id']).toBe('abc-123');
     const made = await org.req({ method: 'GET', url: '/livez' });
@@ -88,8 +82,8 @@ describe('error bodies', () => {
 });
 
 describe('OpenAPI document', () => {
-  it('is OpenAPI 3.1, version 1.0.0, with auth schemes, request/response schemas and error responses', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/api-docs.json' });
+  it('is OpenAPI 3.1, version 1.0.0, with auth schemes, request/response schemas and error responses', async ({ app }) => {
+    const res = await app.app.inject({ method: 'GET', url: '/api-docs.json' });
     const doc = res.json();
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info.version).toBe('1.0.0');
@@ -98,7 +92,7 @@ describe('OpenAPI document', () => {
     expect(create.requestBody.content['application/json'].schema).toBeDefined();
     expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '401', '403', '422', '429']));
     expect(doc.components.schemas.ApiKey).toBeDefined();
-    expect((await t.app.inject({ method: 'GET', url: '/api-docs' })).statusCode).toBeLessThan(400);
+    expect((await app.app.inject({ method: 'GET', url: '/api-docs' })).statusCode).toBeLessThan(400);
   });
 });
 

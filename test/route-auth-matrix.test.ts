@@ -5,12 +5,12 @@
  * below by path, never from the routes' own declarations.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
 import { memoryState } from '../src/lib/shared-state.js';
-import { createKey, createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
+import { beforeAll, describe, expect, it } from './fixture.js';
+import { createKey, type TestApp } from './helpers.js';
 
 type Role = 'viewer' | 'developer' | 'admin';
 const RANK: Record<Role, number> = { viewer: 0, developer: 1, admin: 2 };
@@ -39,31 +39,26 @@ function contractAccess(method: string, path: string): { scope: string | null; r
 /** Routes where agent-scoped keys are let in (docs/decisions.md: ingest, enforce, reading their own agent). */
 const AGENT_KEY_ROUTES = new Set(['POST /api/v1/traces/ingest', 'POST /api/v1/policies/enforce', 'GET /api/v1/agents/{id}']);
 
-let t: TestApp;
-let org: TestOrg;
 let agentUuid: string;
 let ops: { method: string; path: string }[];
 
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await createOrg(t);
+beforeAll(async ({ app, org }) => {
   const agent = await org.req({
     method: 'POST', url: '/api/v1/agents',
     payload: { agentId: `matrix-${randomUUID()}`, name: 'M', type: 'chatbot', platform: 'custom', environment: 'production' },
   });
   agentUuid = agent.json().data.id;
-  const doc = (await t.app.inject({ method: 'GET', url: '/api-docs.json' })).json() as { paths: Record<string, Record<string, unknown>> };
+  const doc = (await app.app.inject({ method: 'GET', url: '/api-docs.json' })).json() as { paths: Record<string, Record<string, unknown>> };
   ops = Object.entries(doc.paths).flatMap(([path, item]) =>
     Object.keys(item).filter((m) => ['get', 'post', 'put', 'patch', 'delete'].includes(m)).map((m) => ({ method: m.toUpperCase(), path })),
   );
 });
-afterAll(() => t.close());
 
 /** Calls a route with a principal. Bodies are a bare JSON string, which no route accepts: allowed calls stop at validation. */
-async function call(op: { method: string; path: string }, headers: Record<string, string>) {
+async function call(app: TestApp, op: { method: string; path: string }, headers: Record<string, string>) {
   const url = op.path.replace(/\{id\}/g, op.path.startsWith('/api/v1/agents/') ? agentUuid : randomUUID()).replace(/\{[^}]+\}/g, randomUUID());
   const hasBody = ['POST', 'PUT', 'PATCH'].includes(op.method);
-  return t.app.inject({
+  return app.app.inject({
     method: op.method as 'GET', url, headers: { ...headers, ...(hasBody ? { 'content-type': 'application/json' } : {}) },
     ...(hasBody ? { payload: '"not-an-object"' } : {}),
   });
@@ -87,15 +82,15 @@ describe('deny by default', () => {
     await database.close();
   });
 
-  it('documents routes, and none answers without credentials', async () => {
+  it('documents routes, and none answers without credentials', async ({ app }) => {
     expect(ops.length).toBeGreaterThan(30);
-    for (const op of ops) expect({ op, status: (await call(op, {})).statusCode }).toEqual({ op, status: 401 });
-    for (const url of ['/livez', '/readyz', '/api-docs.json']) expect((await t.app.inject({ method: 'GET', url })).statusCode).toBe(200);
+    for (const op of ops) expect({ op, status: (await call(app, op, {})).statusCode }).toEqual({ op, status: 401 });
+    for (const url of ['/livez', '/readyz', '/api-docs.json']) expect((await app.app.inject({ method: 'GET', url })).statusCode).toBe(200);
   });
 });
 
 describe('role and scope matrix of contract.md', () => {
-  it('viewer, developer and admin keys reach exactly the routes their role and scopes allow', async () => {
+  it('viewer, developer and admin keys reach exactly the routes their role and scopes allow', async ({ app, org }) => {
     const keys: { name: string; role: Role; scopes: string[]; key: string }[] = [
       { name: 'viewer', role: 'viewer', scopes: SEVEN.filter((s) => s.endsWith(':read')), key: '' },
       { name: 'developer', role: 'developer', scopes: SEVEN, key: '' },
@@ -107,14 +102,14 @@ describe('role and scope matrix of contract.md', () => {
       const need = contractAccess(op.method, op.path);
       for (const k of keys) {
         const allowed = RANK[k.role] >= RANK[need.role] && (need.scope === null || k.scopes.includes(need.scope));
-        const res = await call(op, { 'x-api-key': k.key });
+        const res = await call(app, op, { 'x-api-key': k.key });
         if (refused(res) === allowed) wrong.push(`${k.name} ${op.method} ${op.path}: ${res.statusCode} (expected ${allowed ? 'allowed' : 'refused'})`);
       }
     }
     expect(wrong).toEqual([]);
   });
 
-  it('a key missing the route scope is refused even with the role for it', async () => {
+  it('a key missing the route scope is refused even with the role for it', async ({ app, org }) => {
     const wrong: string[] = [];
     const byScope = new Map<string, string>();
     for (const op of ops) {
@@ -126,20 +121,20 @@ describe('role and scope matrix of contract.md', () => {
         key = (await createKey(org, { name: `no-${need.scope}`, scopes: SEVEN.filter((s) => s !== need.scope) })).key;
         byScope.set(need.scope, key);
       }
-      const res = await call(op, { 'x-api-key': key });
+      const res = await call(app, op, { 'x-api-key': key });
       if (!refused(res)) wrong.push(`${op.method} ${op.path}: ${res.statusCode}`);
     }
     expect(wrong).toEqual([]);
   });
 
-  it('agent-scoped keys are refused except on the routes that let them in', async () => {
+  it('agent-scoped keys are refused except on the routes that let them in', async ({ app, org }) => {
     const created = await org.req({ method: 'POST', url: `/api/v1/agents/${agentUuid}/keys`, payload: { name: 'agent key' } });
     expect(created.statusCode).toBe(201);
     const key = created.json().data.key as string;
     const wrong: string[] = [];
     for (const op of ops) {
       const allowed = AGENT_KEY_ROUTES.has(`${op.method} ${op.path}`);
-      const res = await call(op, { 'x-api-key': key });
+      const res = await call(app, op, { 'x-api-key': key });
       if (refused(res) === allowed) wrong.push(`${op.method} ${op.path}: ${res.statusCode} (expected ${allowed ? 'allowed' : 'refused'})`);
     }
     expect(wrong).toEqual([]);

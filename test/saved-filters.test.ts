@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { InjectOptions } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createOrg, createTestApp, signJwt, type TestApp, type TestOrg } from './helpers.js';
+import { beforeAll, describe, expect, it } from './fixture.js';
+import { createKey, createOrg, signJwt, type TestApp, type TestOrg } from './helpers.js';
 
-let t: TestApp;
-let org: TestOrg;
 let other: TestOrg;
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -21,10 +19,10 @@ interface Filter {
 }
 
 /** A signed-in dashboard user: `call` sends requests with the user's JWT. */
-async function user(o: TestOrg, role = 'developer') {
+async function user(app: TestApp, o: TestOrg, role = 'developer') {
   const id = randomUUID();
   const token = await signJwt({ sub: id, org_id: o.orgId, role, email: `${id}@example.com`, name: 'U' });
-  const call = (opts: InjectOptions) => t.app.inject({ ...opts, headers: { authorization: `Bearer ${token}` } });
+  const call = (opts: InjectOptions) => app.app.inject({ ...opts, headers: { authorization: `Bearer ${token}` } });
   return { id, call };
 }
 type User = Awaited<ReturnType<typeof user>>;
@@ -32,14 +30,11 @@ type User = Awaited<ReturnType<typeof user>>;
 let alice: User;
 let bob: User;
 
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await createOrg(t);
-  other = await createOrg(t, 'Other');
-  alice = await user(org);
-  bob = await user(org);
+beforeAll(async ({ app, org }) => {
+  other = await createOrg(app, 'Other');
+  alice = await user(app, org);
+  bob = await user(app, org);
 });
-afterAll(() => t.close());
 
 async function create(u: User, body: Record<string, unknown>) {
   const res = await u.call({ method: 'POST', url: '/api/v1/saved-filters', payload: { name: 'f', resource_type: 'agents', ...body } });
@@ -53,14 +48,14 @@ async function list(u: User, qs = '') {
   return res.json() as { data: Filter[]; meta: { total: number; limit: number; offset: number } };
 }
 
-async function auditActions(id: string) {
+async function auditActions(org: TestOrg, id: string) {
   const res = await org.req({ method: 'GET', url: `/api/v1/audit-logs?resourceType=saved_filter&resourceId=${id}` });
   expect(res.statusCode).toBe(200);
   return (res.json().data as { action: string; userId: string }[]).map((e) => e.action);
 }
 
 describe('saved filters CRUD', () => {
-  it('creates a filter with defaults and camelCase output, and reads it back', async () => {
+  it('creates a filter with defaults and camelCase output, and reads it back', async ({ org }) => {
     const res = await alice.call({ method: 'POST', url: '/api/v1/saved-filters', payload: { name: 'Prod agents', resource_type: 'agents' } });
     expect(res.statusCode).toBe(201);
     const f = res.json().data;
@@ -123,11 +118,11 @@ describe('saved filters CRUD', () => {
     }
   });
 
-  it('writes an audit entry for create, update and delete', async () => {
+  it('writes an audit entry for create, update and delete', async ({ org }) => {
     const f = await create(alice, { name: 'Audited' });
     await alice.call({ method: 'PUT', url: `/api/v1/saved-filters/${f.id}`, payload: { is_default: true } });
     await alice.call({ method: 'DELETE', url: `/api/v1/saved-filters/${f.id}` });
-    expect(await auditActions(f.id)).toEqual(['saved_filter.delete', 'saved_filter.update', 'saved_filter.create']);
+    expect(await auditActions(org, f.id)).toEqual(['saved_filter.delete', 'saved_filter.update', 'saved_filter.create']);
     const entries = (await org.req({ method: 'GET', url: `/api/v1/audit-logs?resourceType=saved_filter&resourceId=${f.id}` })).json().data;
     for (const e of entries) expect(e.userId).toBe(alice.id);
   });
@@ -183,8 +178,8 @@ describe('validation (snake_case field names)', () => {
 });
 
 describe('listing', () => {
-  it('filters by resource_type and pages with total, limit and offset', async () => {
-    const carol = await user(org);
+  it('filters by resource_type and pages with total, limit and offset', async ({ app, org }) => {
+    const carol = await user(app, org);
     await create(carol, { name: 'a1', resource_type: 'agents' });
     await create(carol, { name: 'a2', resource_type: 'agents' });
     await create(carol, { name: 'p1', resource_type: 'policies' });
@@ -225,7 +220,7 @@ describe('ownership', () => {
     expect((await alice.call({ method: 'GET', url: `/api/v1/saved-filters/${mine.id}` })).json().data).toMatchObject({ name: 'Alice only', isDefault: true });
   });
 
-  it('gives API keys their own filters, owned by the key id', async () => {
+  it('gives API keys their own filters, owned by the key id', async ({ org }) => {
     const f = await org.req({ method: 'POST', url: '/api/v1/saved-filters', payload: { name: 'Key filter', resource_type: 'traces' } });
     expect(f.statusCode).toBe(201);
     const keyFilter = f.json().data as Filter;
@@ -240,7 +235,7 @@ describe('ownership', () => {
     expect(own.json().data.userId).toBe(dev.id);
   });
 
-  it('lets a read-only principal list but not change filters (403)', async () => {
+  it('lets a read-only principal list but not change filters (403)', async ({ org }) => {
     const viewer = await createKey(org, { scopes: ['agent:read'] });
     expect((await org.req({ method: 'GET', url: '/api/v1/saved-filters', key: viewer.key })).statusCode).toBe(200);
     const res = await org.req({ method: 'POST', url: '/api/v1/saved-filters', key: viewer.key, payload: { name: 'v', resource_type: 'agents' } });
@@ -248,9 +243,9 @@ describe('ownership', () => {
     expect(res.json().error.code).toBe('FORBIDDEN');
   });
 
-  it("answers 404 to another organization and never lists this organization's filters", async () => {
+  it("answers 404 to another organization and never lists this organization's filters", async ({ app }) => {
     const f = await create(alice, { name: 'Org private' });
-    const outsider = await user(other);
+    const outsider = await user(app, other);
     for (const caller of [(o: InjectOptions) => other.req(o), outsider.call]) {
       expect((await caller({ method: 'GET', url: `/api/v1/saved-filters/${f.id}` })).statusCode).toBe(404);
       expect((await caller({ method: 'PUT', url: `/api/v1/saved-filters/${f.id}`, payload: { name: 'x' } })).statusCode).toBe(404);
@@ -265,8 +260,8 @@ describe('ownership', () => {
 describe('is_default', () => {
   const defaults = async (u: User, type: string) => (await list(u, `resource_type=${type}&limit=100`)).data.filter((f) => f.isDefault).map((f) => f.id);
 
-  it('keeps exactly one default per resource type when creating and updating', async () => {
-    const dave = await user(org);
+  it('keeps exactly one default per resource type when creating and updating', async ({ app, org }) => {
+    const dave = await user(app, org);
     const a = await create(dave, { name: 'A', resource_type: 'agents', is_default: true });
     expect(a.isDefault).toBe(true);
     const b = await create(dave, { name: 'B', resource_type: 'agents', is_default: true });
@@ -296,8 +291,8 @@ describe('is_default', () => {
     expect(await defaults(dave, 'traces')).toEqual([tr.id]);
   });
 
-  it('survives concurrent default switches: all succeed, one default remains', async () => {
-    const erin = await user(org);
+  it('survives concurrent default switches: all succeed, one default remains', async ({ app, org }) => {
+    const erin = await user(app, org);
     const results = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         erin.call({ method: 'POST', url: '/api/v1/saved-filters', payload: { name: `c${i}`, resource_type: 'executions', is_default: true } }),

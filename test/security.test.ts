@@ -1,31 +1,24 @@
 /** Security hardening (docs/decisions.md, "Security hardening"): proxies, JWTs, CSV formulas. */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SignJWT } from 'jose';
 import { parseConfig } from '../src/config.js';
 import { lifetimeWithin } from '../src/http/auth.js';
-import { createKey, createOrg, createTestApp, JWT_AUDIENCE, JWT_ISSUER, JWT_SECRET, type TestApp, type TestOrg } from './helpers.js';
+import { describe, expect, it, test } from './fixture.js';
+import { createKey, JWT_AUDIENCE, JWT_ISSUER, JWT_SECRET, type TestApp, type TestOrg } from './helpers.js';
 
-let t: TestApp;
-let org: TestOrg;
+// One proxy in front: only the hop it appends to X-Forwarded-For is believed.
+test.override({ appEnv: { TRUST_PROXY: '1' } });
 
-beforeAll(async () => {
-  // One proxy in front: only the hop it appends to X-Forwarded-For is believed.
-  t = await createTestApp({ TRUST_PROXY: '1' });
-  org = await createOrg(t);
-});
-afterAll(() => t.close());
-
-const health = (headers: Record<string, string>) => t.app.inject({ method: 'GET', url: '/api/v1/health', headers, remoteAddress: '127.0.0.1' });
+const health = (app: TestApp, headers: Record<string, string>) => app.app.inject({ method: 'GET', url: '/api/v1/health', headers, remoteAddress: '127.0.0.1' });
 
 describe('TRUST_PROXY', () => {
-  it('does not let a client-written X-Forwarded-For pass a key allowlist', async () => {
+  it('does not let a client-written X-Forwarded-For pass a key allowlist', async ({ app, org }) => {
     const k = await createKey(org, { scopes: ['agent:read'], ipAllowlist: ['10.1.2.3'] });
     // The client wrote "10.1.2.3"; the proxy appended the address it really came from.
-    const forged = await health({ 'x-api-key': k.key, 'x-forwarded-for': '10.1.2.3, 203.0.113.9' });
+    const forged = await health(app, { 'x-api-key': k.key, 'x-forwarded-for': '10.1.2.3, 203.0.113.9' });
     expect(forged.statusCode).toBe(403);
     // The same caller really at 10.1.2.3, as the proxy reports it, passes.
-    expect((await health({ 'x-api-key': k.key, 'x-forwarded-for': '10.1.2.3' })).statusCode).toBe(200);
+    expect((await health(app, { 'x-api-key': k.key, 'x-forwarded-for': '10.1.2.3' })).statusCode).toBe(200);
   });
 
   it('takes a hop count or proxy addresses/CIDRs, and refuses plain true in production', () => {
@@ -39,31 +32,31 @@ describe('TRUST_PROXY', () => {
 
 describe('JWT verification', () => {
   const secret = new TextEncoder().encode(JWT_SECRET);
-  const claims = () => ({ sub: randomUUID(), org_id: org.orgId, role: 'viewer' });
-  const bearer = (token: string) => health({ authorization: `Bearer ${token}` });
-  const base = () => new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).setIssuer(JWT_ISSUER).setAudience(JWT_AUDIENCE);
+  const claims = (org: TestOrg) => ({ sub: randomUUID(), org_id: org.orgId, role: 'viewer' });
+  const bearer = (app: TestApp, token: string) => health(app, { authorization: `Bearer ${token}` });
+  const base = (org: TestOrg) => new SignJWT(claims(org)).setProtectedHeader({ alg: 'HS256' }).setIssuer(JWT_ISSUER).setAudience(JWT_AUDIENCE);
 
-  it('accepts a short-lived token with issuer, audience, sub and exp', async () => {
-    expect((await bearer(await base().setIssuedAt().setExpirationTime('5m').sign(secret))).statusCode).toBe(200);
+  it('accepts a short-lived token with issuer, audience, sub and exp', async ({ app, org }) => {
+    expect((await bearer(app, await base(org).setIssuedAt().setExpirationTime('5m').sign(secret))).statusCode).toBe(200);
   });
 
-  it('refuses a token without exp, or one that lives longer than AUTH_JWT_MAX_AGE_SECONDS (401)', async () => {
+  it('refuses a token without exp, or one that lives longer than AUTH_JWT_MAX_AGE_SECONDS (401)', async ({ app, org }) => {
     for (const token of [
-      await base().setIssuedAt().sign(secret),
-      await base().setIssuedAt().setExpirationTime('30d').sign(secret),
-      await base().setExpirationTime('10y').sign(secret),
+      await base(org).setIssuedAt().sign(secret),
+      await base(org).setIssuedAt().setExpirationTime('30d').sign(secret),
+      await base(org).setExpirationTime('10y').sign(secret),
     ]) {
-      const res = await bearer(token);
+      const res = await bearer(app, token);
       expect(res.statusCode).toBe(401);
       expect(res.json().error.code).toBe('UNAUTHORIZED');
     }
   });
 
-  it('refuses a token without issuer or audience, and one signed with another HMAC algorithm', async () => {
-    const noIss = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).setAudience(JWT_AUDIENCE).setExpirationTime('5m').sign(secret);
-    const noAud = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).setIssuer(JWT_ISSUER).setExpirationTime('5m').sign(secret);
-    const hs512 = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS512' }).setIssuer(JWT_ISSUER).setAudience(JWT_AUDIENCE).setExpirationTime('5m').sign(secret);
-    for (const token of [noIss, noAud, hs512]) expect((await bearer(token)).statusCode).toBe(401);
+  it('refuses a token without issuer or audience, and one signed with another HMAC algorithm', async ({ app, org }) => {
+    const noIss = await new SignJWT(claims(org)).setProtectedHeader({ alg: 'HS256' }).setAudience(JWT_AUDIENCE).setExpirationTime('5m').sign(secret);
+    const noAud = await new SignJWT(claims(org)).setProtectedHeader({ alg: 'HS256' }).setIssuer(JWT_ISSUER).setExpirationTime('5m').sign(secret);
+    const hs512 = await new SignJWT(claims(org)).setProtectedHeader({ alg: 'HS512' }).setIssuer(JWT_ISSUER).setAudience(JWT_AUDIENCE).setExpirationTime('5m').sign(secret);
+    for (const token of [noIss, noAud, hs512]) expect((await bearer(app, token)).statusCode).toBe(401);
   });
 
   it('bounds the lifetime from iat and from now', () => {
@@ -90,7 +83,7 @@ describe('JWT verification', () => {
 });
 
 describe('CSV exports', () => {
-  it('escape cells that a spreadsheet would run as formulas', async () => {
+  it('escape cells that a spreadsheet would run as formulas', async ({ org }) => {
     const agent = await org.req({
       method: 'POST', url: '/api/v1/agents',
       payload: { agentId: `csv-${randomUUID()}`, name: 'Csv', type: 'chatbot', platform: 'custom', environment: 'production' },

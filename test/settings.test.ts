@@ -1,16 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
-
-let t: TestApp;
-let org: TestOrg;
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await createOrg(t);
-});
-afterAll(() => t.close());
+import { describe, expect, it } from './fixture.js';
+import { createKey, createOrg } from './helpers.js';
 
 describe('/settings/security', () => {
-  it('answers the defaults, takes snake_case input and answers camelCase', async () => {
+  it('answers the defaults, takes snake_case input and answers camelCase', async ({ org }) => {
     const got = await org.req({ method: 'GET', url: '/api/v1/settings/security' });
     expect(got.json().data).toEqual({ ipAllowlist: [], allowedEnvironments: [], defaultKeyExpiryDays: 30, enforceMfa: false, dashboardWidgets: [] });
     const res = await org.req({
@@ -25,13 +17,13 @@ describe('/settings/security', () => {
     expect((Date.parse(got2.json().data.expiresAt) - Date.now()) / 86_400_000).toBeCloseTo(7, 1);
   });
 
-  it('refuses an allowlist that would lock out the caller', async () => {
+  it('refuses an allowlist that would lock out the caller', async ({ org }) => {
     const res = await org.req({ method: 'PATCH', url: '/api/v1/settings/security', payload: { ip_allowlist: ['10.0.0.0/8'] } });
     expect(res.statusCode).toBe(422);
     expect(res.json().error.fields.ip_allowlist).toMatch(/127\.0\.0\.1/);
   });
 
-  it('422 names snake_case fields', async () => {
+  it('422 names snake_case fields', async ({ org }) => {
     const res = await org.req({ method: 'PATCH', url: '/api/v1/settings/security', payload: { allowed_environments: ['prod'], ip_allowlist: ['nope'] } });
     expect(res.statusCode).toBe(422);
     expect(Object.keys(res.json().error.fields)).toEqual(expect.arrayContaining(['allowed_environments.0', 'ip_allowlist.0']));
@@ -39,8 +31,7 @@ describe('/settings/security', () => {
 });
 
 describe('/settings/organization', () => {
-  it('updates plan, compliance frameworks and data residency, audited, per organization', async () => {
-    const other = await createOrg(t);
+  it('updates plan, compliance frameworks and data residency, audited, per organization', async ({ org, freshOrg: other }) => {
     const res = await org.req({ method: 'PATCH', url: '/api/v1/settings/organization', payload: { plan: 'enterprise', compliance_frameworks: ['SOC2'], data_residency: 'eu' } });
     expect(res.statusCode).toBe(200);
     expect(res.json().data).toMatchObject({ id: org.orgId, plan: 'enterprise', complianceFrameworks: ['SOC2'], dataResidency: 'eu' });
@@ -50,7 +41,7 @@ describe('/settings/organization', () => {
     expect((await org.req({ method: 'PATCH', url: '/api/v1/settings/organization', payload: { plan: 'gold' } })).statusCode).toBe(422);
   });
 
-  it('requires admin', async () => {
+  it('requires admin', async ({ org }) => {
     const dev = await createKey(org, { scopes: ['agent:write'] });
     expect((await org.req({ key: dev.key, method: 'GET', url: '/api/v1/settings/organization' })).statusCode).toBe(403);
   });

@@ -1,27 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createOrg, createTestApp, signJwt, type TestApp, type TestOrg } from './helpers.js';
+import { beforeAll, describe, expect, it } from './fixture.js';
+import { createKey, createOrg, signJwt, type TestApp, type TestOrg } from './helpers.js';
 
-let t: TestApp;
-let org: TestOrg;
 let other: TestOrg;
 let viewerKey: string;
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await createOrg(t);
-  other = await createOrg(t, 'Other');
+beforeAll(async ({ app, org }) => {
+  other = await createOrg(app, 'Other');
   viewerKey = (await createKey(org, { scopes: ['agent:read'] })).key;
 });
-afterAll(() => t.close());
 
 /** Signs a user in once (which creates the user row, id = sub) and answers the user's id. */
-async function signIn(o: TestOrg, claims: { role?: string; email?: string; name?: string } = {}) {
+async function signIn(app: TestApp, o: TestOrg, claims: { role?: string; email?: string; name?: string } = {}) {
   const sub = randomUUID();
   const token = await signJwt({ sub, org_id: o.orgId, role: claims.role ?? 'viewer', email: claims.email ?? `${sub}@example.com`, name: claims.name ?? 'Some One' });
-  const res = await t.app.inject({ method: 'GET', url: '/api/v1/teams', headers: { authorization: `Bearer ${token}` } });
+  const res = await app.app.inject({ method: 'GET', url: '/api/v1/teams', headers: { authorization: `Bearer ${token}` } });
   expect(res.statusCode).toBe(200);
   return { id: sub, token };
 }
@@ -41,7 +36,7 @@ async function auditActions(o: TestOrg, teamId: string) {
 const uniq = (s: string) => `${s} ${Math.random().toString(36).slice(2, 8)}`;
 
 describe('POST /teams and GET /teams/{id}', () => {
-  it('creates a team and reads it back with an empty member list', async () => {
+  it('creates a team and reads it back with an empty member list', async ({ org }) => {
     const res = await org.req({ method: 'POST', url: '/api/v1/teams', payload: { name: 'Platform', description: 'Runs the platform' } });
     expect(res.statusCode).toBe(201);
     const team = res.json().data;
@@ -61,12 +56,12 @@ describe('POST /teams and GET /teams/{id}', () => {
     expect(await auditActions(org, team.id)).toEqual(['team.create']);
   });
 
-  it('defaults description to null', async () => {
+  it('defaults description to null', async ({ org }) => {
     const team = await createTeam(org, { name: uniq('No description') });
     expect(team.description).toBeNull();
   });
 
-  it('refuses a second live team with the same name (409), but not in another organization', async () => {
+  it('refuses a second live team with the same name (409), but not in another organization', async ({ org }) => {
     const name = uniq('Dup');
     await createTeam(org, { name });
     const res = await org.req({ method: 'POST', url: '/api/v1/teams', payload: { name } });
@@ -75,7 +70,7 @@ describe('POST /teams and GET /teams/{id}', () => {
     await createTeam(other, { name });
   });
 
-  it('validates the input (422 with fields)', async () => {
+  it('validates the input (422 with fields)', async ({ org }) => {
     for (const [payload, field] of [
       [{}, 'name'],
       [{ name: '' }, 'name'],
@@ -93,7 +88,7 @@ describe('POST /teams and GET /teams/{id}', () => {
     await createTeam(org, { name: 'n'.repeat(100), description: 'd'.repeat(500) });
   });
 
-  it('answers 404 for unknown and malformed ids', async () => {
+  it('answers 404 for unknown and malformed ids', async ({ org }) => {
     for (const id of [randomUUID(), 'not-a-uuid', '1']) {
       const res = await org.req({ method: 'GET', url: `/api/v1/teams/${id}` });
       expect(res.statusCode).toBe(404);
@@ -101,16 +96,16 @@ describe('POST /teams and GET /teams/{id}', () => {
     }
   });
 
-  it('requires credentials (401)', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/api/v1/teams' });
+  it('requires credentials (401)', async ({ app }) => {
+    const res = await app.app.inject({ method: 'GET', url: '/api/v1/teams' });
     expect(res.statusCode).toBe(401);
   });
 });
 
 describe('GET /teams', () => {
   let fresh: TestOrg;
-  beforeAll(async () => {
-    fresh = await createOrg(t, 'Listing');
+  beforeAll(async ({ app }) => {
+    fresh = await createOrg(app, 'Listing');
     for (const [name, description] of [
       ['Charlie', 'Handles billing'],
       ['Alpha', null],
@@ -165,7 +160,7 @@ describe('GET /teams', () => {
 });
 
 describe('PATCH /teams/{id}', () => {
-  it('changes only the given fields and moves updatedAt', async () => {
+  it('changes only the given fields and moves updatedAt', async ({ org }) => {
     const team = await createTeam(org, { name: uniq('Patch me'), description: 'old' });
     const renamed = uniq('Renamed');
     const res = await org.req({ method: 'PATCH', url: `/api/v1/teams/${team.id}`, payload: { name: renamed } });
@@ -180,7 +175,7 @@ describe('PATCH /teams/{id}', () => {
     expect(await auditActions(org, team.id)).toEqual(['team.update', 'team.update', 'team.create']);
   });
 
-  it('keeps its own name without a conflict, refuses another team\u2019s name (409)', async () => {
+  it('keeps its own name without a conflict, refuses another team\u2019s name (409)', async ({ org }) => {
     const a = await createTeam(org, { name: uniq('A') });
     const b = await createTeam(org, { name: uniq('B') });
     expect((await org.req({ method: 'PATCH', url: `/api/v1/teams/${a.id}`, payload: { name: a.name } })).statusCode).toBe(200);
@@ -189,7 +184,7 @@ describe('PATCH /teams/{id}', () => {
     expect(res.json().error.code).toBe('CONFLICT');
   });
 
-  it('answers 404 for an unknown team and 422 for bad input', async () => {
+  it('answers 404 for an unknown team and 422 for bad input', async ({ org }) => {
     expect((await org.req({ method: 'PATCH', url: `/api/v1/teams/${randomUUID()}`, payload: { name: 'x' } })).statusCode).toBe(404);
     const team = await createTeam(org, { name: uniq('Validate') });
     const res = await org.req({ method: 'PATCH', url: `/api/v1/teams/${team.id}`, payload: { name: '' } });
@@ -199,7 +194,7 @@ describe('PATCH /teams/{id}', () => {
 });
 
 describe('DELETE /teams/{id}', () => {
-  it('soft-deletes: the team is 404 afterwards, gone from lists, and its name is free again', async () => {
+  it('soft-deletes: the team is 404 afterwards, gone from lists, and its name is free again', async ({ org }) => {
     const name = uniq('Doomed');
     const team = await createTeam(org, { name });
     const res = await org.req({ method: 'DELETE', url: `/api/v1/teams/${team.id}` });
@@ -225,10 +220,10 @@ describe('DELETE /teams/{id}', () => {
 });
 
 describe('team members', () => {
-  it('adds, lists and removes members; memberCount follows', async () => {
+  it('adds, lists and removes members; memberCount follows', async ({ app, org }) => {
     const team = await createTeam(org, { name: uniq('Members') });
-    const ann = await signIn(org, { email: 'ann@example.com', name: 'Ann' });
-    const bob = await signIn(org, { email: 'bob@example.com', name: 'Bob' });
+    const ann = await signIn(app, org, { email: 'ann@example.com', name: 'Ann' });
+    const bob = await signIn(app, org, { email: 'bob@example.com', name: 'Bob' });
 
     const add = await org.req({ method: 'POST', url: `/api/v1/teams/${team.id}/members`, payload: { userId: ann.id, role: 'lead' } });
     expect(add.statusCode).toBe(201);
@@ -261,9 +256,9 @@ describe('team members', () => {
     expect(await auditActions(org, team.id)).toEqual(['team.member_remove', 'team.member_add', 'team.member_add', 'team.create']);
   });
 
-  it('answers 409 for a duplicate membership', async () => {
+  it('answers 409 for a duplicate membership', async ({ app, org }) => {
     const team = await createTeam(org, { name: uniq('Dup members') });
-    const u = await signIn(org);
+    const u = await signIn(app, org);
     expect((await org.req({ method: 'POST', url: `/api/v1/teams/${team.id}/members`, payload: { userId: u.id } })).statusCode).toBe(201);
     const res = await org.req({ method: 'POST', url: `/api/v1/teams/${team.id}/members`, payload: { userId: u.id, role: 'lead' } });
     expect(res.statusCode).toBe(409);
@@ -271,10 +266,10 @@ describe('team members', () => {
     expect((await org.req({ method: 'GET', url: `/api/v1/teams/${team.id}` })).json().data.memberCount).toBe(1);
   });
 
-  it('answers 404 for an unknown team, an unknown user, and a user of another organization', async () => {
+  it('answers 404 for an unknown team, an unknown user, and a user of another organization', async ({ app, org }) => {
     const team = await createTeam(org, { name: uniq('404 members') });
-    const u = await signIn(org);
-    const stranger = await signIn(other);
+    const u = await signIn(app, org);
+    const stranger = await signIn(app, other);
     const unknownTeam = await org.req({ method: 'POST', url: `/api/v1/teams/${randomUUID()}/members`, payload: { userId: u.id } });
     expect(unknownTeam.statusCode).toBe(404);
     expect(unknownTeam.json().error.code).toBe('NOT_FOUND');
@@ -285,7 +280,7 @@ describe('team members', () => {
     expect((await org.req({ method: 'GET', url: `/api/v1/teams/${randomUUID()}/members` })).statusCode).toBe(404);
   });
 
-  it('answers 422 when userId is missing or not a uuid, or the role is out of bounds', async () => {
+  it('answers 422 when userId is missing or not a uuid, or the role is out of bounds', async ({ org }) => {
     const team = await createTeam(org, { name: uniq('422 members') });
     for (const [payload, field] of [
       [{}, 'userId'],
@@ -301,9 +296,9 @@ describe('team members', () => {
     }
   });
 
-  it('answers 404 when removing a non-member, from an unknown team, or with malformed ids', async () => {
+  it('answers 404 when removing a non-member, from an unknown team, or with malformed ids', async ({ app, org }) => {
     const team = await createTeam(org, { name: uniq('Remove 404') });
-    const u = await signIn(org);
+    const u = await signIn(app, org);
     for (const url of [
       `/api/v1/teams/${team.id}/members/${u.id}`,
       `/api/v1/teams/${randomUUID()}/members/${u.id}`,
@@ -320,9 +315,9 @@ describe('team members', () => {
 describe('roles', () => {
   let team: { id: string };
   let member: { id: string };
-  beforeAll(async () => {
+  beforeAll(async ({ app, org }) => {
     team = await createTeam(org, { name: uniq('Roles') });
-    member = await signIn(org);
+    member = await signIn(app, org);
     await org.req({ method: 'POST', url: `/api/v1/teams/${team.id}/members`, payload: { userId: member.id } });
   });
 
@@ -335,7 +330,7 @@ describe('roles', () => {
       { method: 'DELETE', url: `/api/v1/teams/${team.id}/members/${member.id}` },
     ] as const;
 
-  it('lets a non-admin key read but not change (403 FORBIDDEN)', async () => {
+  it('lets a non-admin key read but not change (403 FORBIDDEN)', async ({ org }) => {
     for (const url of ['/api/v1/teams', `/api/v1/teams/${team.id}`, `/api/v1/teams/${team.id}/members`]) {
       expect((await org.req({ method: 'GET', url, key: viewerKey })).statusCode, url).toBe(200);
     }
@@ -348,18 +343,18 @@ describe('roles', () => {
     expect((await org.req({ method: 'GET', url: `/api/v1/teams/${team.id}` })).json().data.memberCount).toBe(1);
   });
 
-  it('refuses a developer key too: team changes need admin', async () => {
+  it('refuses a developer key too: team changes need admin', async ({ org }) => {
     const dev = (await createKey(org, { scopes: ['agent:read', 'agent:write'] })).key;
     for (const c of changes()) expect((await org.req({ ...c, key: dev })).statusCode, `${c.method} ${c.url}`).toBe(403);
   });
 
-  it('gives JWT users their role: developer is refused, admin may change', async () => {
-    const dev = await signIn(org, { role: 'developer' });
-    const adm = await signIn(org, { role: 'admin' });
+  it('gives JWT users their role: developer is refused, admin may change', async ({ app, org }) => {
+    const dev = await signIn(app, org, { role: 'developer' });
+    const adm = await signIn(app, org, { role: 'admin' });
     const as = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
-    const refused = await t.app.inject({ method: 'POST', url: '/api/v1/teams', payload: { name: uniq('Dev') }, ...as(dev.token) });
+    const refused = await app.app.inject({ method: 'POST', url: '/api/v1/teams', payload: { name: uniq('Dev') }, ...as(dev.token) });
     expect(refused.statusCode).toBe(403);
-    const ok = await t.app.inject({ method: 'POST', url: '/api/v1/teams', payload: { name: uniq('Adm') }, ...as(adm.token) });
+    const ok = await app.app.inject({ method: 'POST', url: '/api/v1/teams', payload: { name: uniq('Adm') }, ...as(adm.token) });
     expect(ok.statusCode).toBe(201);
     const entries = (await org.req({ method: 'GET', url: `/api/v1/audit-logs?resourceType=team&resourceId=${ok.json().data.id}` })).json().data;
     expect(entries).toEqual([expect.objectContaining({ action: 'team.create', userId: adm.id })]);
@@ -367,12 +362,12 @@ describe('roles', () => {
 });
 
 describe('organization isolation', () => {
-  it("answers 404 for another organization's team and never lists it", async () => {
+  it("answers 404 for another organization's team and never lists it", async ({ app, org }) => {
     const name = uniq('Private');
     const team = await createTeam(org, { name, description: 'secret' });
-    const u = await signIn(org);
+    const u = await signIn(app, org);
     await org.req({ method: 'POST', url: `/api/v1/teams/${team.id}/members`, payload: { userId: u.id } });
-    const outsider = await signIn(other);
+    const outsider = await signIn(app, other);
 
     for (const c of [
       { method: 'GET', url: `/api/v1/teams/${team.id}` },
@@ -398,14 +393,14 @@ describe('organization isolation', () => {
 describe('concurrent changes', () => {
   const codes = (rs: { statusCode: number }[]) => rs.map((r) => r.statusCode).sort();
 
-  it('creates one team when several requests race for the same name; the others get 409', async () => {
+  it('creates one team when several requests race for the same name; the others get 409', async ({ org }) => {
     const name = uniq('Race');
     const rs = await Promise.all(Array.from({ length: 5 }, () => org.req({ method: 'POST', url: '/api/v1/teams', payload: { name } })));
     expect(codes(rs)).toEqual([201, 409, 409, 409, 409]);
     expect((await org.req({ method: 'GET', url: `/api/v1/teams?search=${encodeURIComponent(name)}` })).json().meta.total).toBe(1);
   });
 
-  it('lets one of two racing renames to the same name win; the other gets 409', async () => {
+  it('lets one of two racing renames to the same name win; the other gets 409', async ({ org }) => {
     const a = await createTeam(org, { name: uniq('Rename A') });
     const b = await createTeam(org, { name: uniq('Rename B') });
     const name = uniq('Taken');
@@ -413,9 +408,9 @@ describe('concurrent changes', () => {
     expect(codes(rs)).toEqual([200, 409]);
   });
 
-  it('adds a user once when the same membership is requested concurrently', async () => {
+  it('adds a user once when the same membership is requested concurrently', async ({ app, org }) => {
     const team = await createTeam(org, { name: uniq('Race members') });
-    const u = await signIn(org);
+    const u = await signIn(app, org);
     const rs = await Promise.all(Array.from({ length: 4 }, () => org.req({ method: 'POST', url: `/api/v1/teams/${team.id}/members`, payload: { userId: u.id } })));
     expect(codes(rs)).toEqual([201, 409, 409, 409]);
     expect((await org.req({ method: 'GET', url: `/api/v1/teams/${team.id}` })).json().data.memberCount).toBe(1);
