@@ -2,8 +2,11 @@
  * Job runner throughput: enqueue N no-op jobs (100 per transaction), then time one runner (or
  * BENCH_RUNNERS of them, PostgreSQL only) claiming and completing them all. PGlite in memory, or
  * DATABASE_URL. Usage: node --import tsx bench/jobs.ts [N]. Figures in docs/decisions.md.
+ * Baseline, same process and driver: the bare minimum of a queue in raw SQL on a scratch table (one
+ * INSERT per row, 100 per transaction; then drain with DELETE … FOR UPDATE SKIP LOCKED, 10 at a time).
  */
 import { randomUUID } from 'node:crypto';
+import { sql } from 'drizzle-orm';
 import { openDatabase } from '../src/db/client.js';
 import { enqueue, JobRunner } from '../src/jobs/index.js';
 
@@ -38,8 +41,26 @@ await Promise.all(runners.map((r) => r.start()));
 await finished;
 const runMs = performance.now() - t1;
 await Promise.all(runners.map((r) => r.stop()));
-console.log(
-  `${database.kind}: enqueue ${Math.round((N / enqueueMs) * 1000)} jobs/s; claim+run+complete ${Math.round((N / runMs) * 1000)} jobs/s ` +
-    `(${N} jobs, ${RUNNERS} runner(s), concurrency ${CONCURRENCY})`,
-);
+
+// Baseline: raw SQL doing the least a durable queue must do.
+const db = database.db;
+await db.execute(sql`create temp table bench_raw (id bigserial primary key, payload jsonb not null)`);
+const t2 = performance.now();
+for (let i = 0; i < N; i += 100) {
+  await db.transaction(async (tx) => {
+    for (let j = i; j < Math.min(N, i + 100); j++) await tx.execute(sql`insert into bench_raw (payload) values (${JSON.stringify({ j })}::jsonb)`);
+  });
+}
+const rawEnqueueMs = performance.now() - t2;
+const t3 = performance.now();
+for (;;) {
+  const r = (await db.execute(sql`delete from bench_raw where id in (select id from bench_raw order by id limit 10 for update skip locked) returning id`)) as unknown as { rows: unknown[] };
+  if (r.rows.length === 0) break;
+}
+const rawRunMs = performance.now() - t3;
+
+const rate = (ms: number) => Math.round((N / ms) * 1000);
+console.log(`${database.kind}: ${N} jobs, ${RUNNERS} runner(s), concurrency ${CONCURRENCY}`);
+console.log(`  enqueue            runner ${rate(enqueueMs)} jobs/s   raw INSERT ${rate(rawEnqueueMs)} rows/s   ratio ${(rawEnqueueMs / enqueueMs).toFixed(2)}`);
+console.log(`  claim+run+complete runner ${rate(runMs)} jobs/s   raw DELETE…SKIP LOCKED ${rate(rawRunMs)} rows/s   ratio ${(rawRunMs / runMs).toFixed(2)}`);
 await database.close();
