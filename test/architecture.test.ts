@@ -41,13 +41,14 @@ const files = filesUnder(SRC);
 const all = files.flatMap(importsOf);
 
 // Table names in raw SQL (`from traces`, `update agents a`), outside comments.
-const SQL_TABLE_RE = /\b(?:from|join|update|into)\s+(organizations|users|teams|team_members|api_keys|agents|traces|audit_logs|audit_chain_heads|outbox_events|saved_filters)\b/g;
+const SQL_TABLE_RE = /\b(?:from|join|update|into)\s+(organizations|users|teams|team_members|api_keys|api_key_hashes|agents|traces|audit_logs|audit_chain_heads|outbox_events|saved_filters)\b/g;
 const SQL_OWNER: Record<string, string> = {
   organizations: 'organizations',
   users: 'users',
   teams: 'teams',
   team_members: 'teams',
   api_keys: 'api-keys',
+  api_key_hashes: 'api-keys',
   agents: 'agents',
   traces: 'traces',
   audit_logs: 'audit',
@@ -72,6 +73,7 @@ const OWNER: Record<string, string> = {
   teams: 'teams',
   teamMembers: 'teams',
   apiKeys: 'api-keys',
+  apiKeyHashes: 'api-keys',
   agents: 'agents',
   traces: 'traces',
   auditLogs: 'audit',

@@ -16,7 +16,7 @@ beforeAll(async ({ app }) => {
 async function keyLookups(fn: () => Promise<unknown>) {
   const before = queries.length;
   await fn();
-  return queries.slice(before).filter((q) => /from "api_keys" where "api_keys"\."key_hash"/.test(q)).length;
+  return queries.slice(before).filter((q) => /from "api_key_hashes" inner join "api_keys"/.test(q)).length;
 }
 
 const health = (app: TestApp, key: string) => app.app.inject({ method: 'GET', url: '/api/v1/health', headers: { 'x-api-key': key } });

@@ -56,7 +56,12 @@ beforeAll(async () => {
   const old = new PGlite(dataDir);
   const db = drizzle(old, { schema }) as unknown as Db;
   await migrate(db as never, { migrationsFolder: firstMigrations(2) });
+  // Today's createOrganization also writes api_key_hashes (migration 0004): a stand-in table takes
+  // that row and is dropped again, so the admin key reaches the upgrade only as an api_keys row,
+  // as on a real 0001 database, and authenticates afterwards through 0004's backfill.
+  await old.exec('create table api_key_hashes (key_hash text primary key, organization_id uuid not null, api_key_id uuid not null)');
   const created = await createOrganization(db, { name: 'Before the upgrade' });
+  await old.exec('drop table api_key_hashes');
   orgId = created.organization.id;
   adminKey = created.key;
   const adminKeyId = created.apiKey.id;

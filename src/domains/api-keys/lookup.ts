@@ -1,12 +1,19 @@
 /** The api_keys reads and writes of authentication (src/http/auth.ts), kept in the table's owner. */
-import { eq, sql } from 'drizzle-orm';
+import { and, eq, getTableColumns, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
-import { apiKeys } from '../../db/schema/index.js';
+import { apiKeyHashes, apiKeys } from '../../db/schema/index.js';
 
 /** The key row whose secret hashes to `hash` (any organization, active or not), or undefined. */
 export async function findKeyByHash(db: Db, hash: string) {
-  // Unique index on key_hash: one row at most.
-  const [row] = await db.select().from(apiKeys).where(eq(apiKeys.keyHash, hash)).limit(1);
+  // Through api_key_hashes (primary key: one row at most), then the key by its primary key. The
+  // join (not a bare read of the hash row) makes a hash whose key is gone find nothing, and the
+  // key_hash check makes a hash row pointing at a key that now has another hash find nothing too.
+  const [row] = await db
+    .select(getTableColumns(apiKeys))
+    .from(apiKeyHashes)
+    .innerJoin(apiKeys, and(eq(apiKeys.organizationId, apiKeyHashes.organizationId), eq(apiKeys.id, apiKeyHashes.apiKeyId), eq(apiKeys.keyHash, apiKeyHashes.keyHash)))
+    .where(eq(apiKeyHashes.keyHash, hash))
+    .limit(1);
   return row;
 }
 

@@ -8,6 +8,7 @@ import type { Environment } from '../../http/validation.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import { defaultKeyExpiryDays } from '../settings/index.js';
 import { generateKey, hashKey, prefixOf } from './key-material.js';
+import { addKeyHash, removeKeyHash } from './hashes.js';
 import type { CreateApiKeyInput, UpdateApiKeyInput } from './schemas.js';
 
 type Row = typeof apiKeys.$inferSelect;
@@ -33,7 +34,7 @@ export const apiKeyView = (r: Row) => ({
   createdBy: r.createdBy,
 });
 
-/** Inserts a key row for a given key string (generated, or supplied by headless init). */
+/** Inserts a key row and its api_key_hashes row for a given key string (generated, or supplied by headless init). */
 export async function insertKey(
   tx: Executor,
   v: {
@@ -65,6 +66,7 @@ export async function insertKey(
       createdBy: v.createdBy,
     })
     .returning();
+  await addKeyHash(tx, { keyHash: row.keyHash, organizationId: row.organizationId, apiKeyId: row.id });
   return row;
 }
 
@@ -161,6 +163,8 @@ export async function rotateApiKey(db: Db, ctx: AuditContext, id: string, onChan
       .set({ keyHash: hashKey(key), keyPrefix: prefixOf(key), updatedAt: new Date() })
       .where(orgKey(orgId, id))
       .returning();
+    await removeKeyHash(tx, before.keyHash);
+    await addKeyHash(tx, { keyHash: row.keyHash, organizationId: orgId, apiKeyId: id });
     await writeAudit(tx, ctx, { action: 'api_key.rotate', resourceType: 'api_key', resourceId: id, before: apiKeyView(before), after: apiKeyView(row) });
     return { row, key, oldHash: before.keyHash };
   });
@@ -174,6 +178,7 @@ export async function deleteApiKey(db: Db, ctx: AuditContext, id: string, onChan
   const hash = await db.transaction(async (tx) => {
     const before = await getApiKey(tx, orgId, id);
     await tx.delete(apiKeys).where(orgKey(orgId, id));
+    await removeKeyHash(tx, before.keyHash);
     await writeAudit(tx, ctx, { action: 'api_key.delete', resourceType: 'api_key', resourceId: id, before: apiKeyView(before) });
     return before.keyHash;
   });
@@ -193,6 +198,9 @@ export async function listKeysOfAgent(db: Executor, orgId: string, agentId: stri
 export async function deleteKeyOfAgent(tx: Executor, orgId: string, agentId: string, keyId: string) {
   const where = and(eq(apiKeys.organizationId, orgId), eq(apiKeys.agentId, agentId), eq(apiKeys.id, keyId));
   const [row] = await tx.select().from(apiKeys).where(where);
-  if (row) await tx.delete(apiKeys).where(where);
+  if (row) {
+    await tx.delete(apiKeys).where(where);
+    await removeKeyHash(tx, row.keyHash);
+  }
   return row;
 }
