@@ -145,6 +145,14 @@ function startupProblems(c: z.infer<typeof schema>, production: boolean): string
         'in production set the number of proxies in front (e.g. 1) or their addresses/CIDRs (e.g. 10.0.0.0/8)',
     );
   }
+  return [...out, ...jwtConfigProblems(c)];
+}
+
+type JwtSettings = Pick<z.infer<typeof schema>, 'AUTH_JWT_SECRET' | 'AUTH_JWKS_URL' | 'AUTH_JWT_ISSUER' | 'AUTH_JWT_AUDIENCE'>;
+
+/** What is unsafe in the JWT settings (empty when fine); parseConfig and the Authenticator both refuse them. */
+export function jwtConfigProblems(c: JwtSettings): string[] {
+  const out: string[] = [];
   if (c.AUTH_JWT_SECRET && c.AUTH_JWKS_URL) {
     out.push('AUTH_JWT_SECRET and AUTH_JWKS_URL are both set: set only one (HS256 secret or the identity provider\'s JWKS)');
   }

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import type { Config } from '../config.js';
+import { jwtConfigProblems, type Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import { environmentOfKey, findKeyByHash, hashKey, looksLikeKey, recordKeyUsage } from '../domains/api-keys/index.js';
 import { securityOf } from '../domains/settings/index.js';
@@ -107,9 +107,8 @@ export class Authenticator {
     this.keys = new LookupCache((hash) => this.loadKey(hash), { max: MAX_CACHED_KEYS, maxMissing: MAX_UNKNOWN_KEYS, ttlMs, missingTtlMs });
     this.orgs = new LookupCache((id) => this.loadOrg(id), { max: MAX_CACHED_ORGS, maxMissing: MAX_CACHED_ORGS, ttlMs, missingTtlMs });
     // parseConfig refuses these at start; checked again so that no other way of building a Config fails open.
-    if ((config.AUTH_JWKS_URL || config.AUTH_JWT_SECRET) && (!config.AUTH_JWT_ISSUER || !config.AUTH_JWT_AUDIENCE || (config.AUTH_JWKS_URL && config.AUTH_JWT_SECRET))) {
-      throw new Error('JWT authentication needs AUTH_JWT_ISSUER, AUTH_JWT_AUDIENCE and exactly one of AUTH_JWKS_URL, AUTH_JWT_SECRET');
-    }
+    const jwtProblems = jwtConfigProblems(config);
+    if (jwtProblems.length > 0) throw new Error(`Invalid JWT configuration: ${jwtProblems.join('; ')}`);
     if (config.AUTH_JWKS_URL) this.jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
     if (config.AUTH_JWT_SECRET) this.secret = new TextEncoder().encode(config.AUTH_JWT_SECRET);
     state.subscribe(AUTH_CHANNEL, (m) => this.drop(m));
@@ -218,7 +217,7 @@ export class Authenticator {
     } catch {
       throw unauthorized('Invalid or expired token');
     }
-    if (!lifetimeWithin(payload, this.config.AUTH_JWT_MAX_AGE_SECONDS)) {
+    if (!lifetimeWithin(payload, this.config.AUTH_JWT_MAX_AGE_SECONDS, this.clock.now().getTime())) {
       throw unauthorized(`Token lifetime exceeds ${this.config.AUTH_JWT_MAX_AGE_SECONDS} seconds`);
     }
     const sub = typeof payload.sub === 'string' ? payload.sub : '';

@@ -2,6 +2,7 @@
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Db } from '../db/client.js';
 import { enqueue } from './enqueue.js';
+import { sqlList } from './store.js';
 
 /** Creates the schedule row, or updates its period (keeping when it is next due). */
 export async function upsertSchedule(db: Db, name: string, everyMs: number, now: Date) {
@@ -17,7 +18,7 @@ export async function upsertSchedule(db: Db, name: string, everyMs: number, now:
  */
 export async function fireDueSchedules(db: Db, schedules: Map<string, string>, runnerId: string, now: Date): Promise<string[]> {
   if (schedules.size === 0) return [];
-  const names = sql.join([...schedules.keys()].map((n) => sql`${n}`), sql`, `);
+  const names = sqlList([...schedules.keys()]);
   return db.transaction(async (tx) => {
     const claimed = rowsOf<{ name: string; period: string | Date }>(
       await tx.execute(sql`

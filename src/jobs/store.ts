@@ -13,7 +13,8 @@ export interface ClaimedRow {
   due_at: string | Date;
 }
 
-const typeList = (types: string[]) => sql.join(types.map((t) => sql`${t}`), sql`, `);
+/** `a, b, c` as bound parameters, for `in (…)`. */
+export const sqlList = (values: string[]) => sql.join(values.map((v) => sql`${v}`), sql`, `);
 
 /**
  * Claims up to `limit` due jobs of `types` for `runnerId` until `leaseEnd`. FOR UPDATE SKIP LOCKED lets
@@ -25,7 +26,7 @@ export async function claimDue(db: Db, types: string[], limit: number, runnerId:
     with due as (
       select organization_id, id, run_at from jobs
       where status in ('pending', 'running') and run_at <= ${now.toISOString()}::timestamptz
-        and attempts < max_attempts and type in (${typeList(types)})
+        and attempts < max_attempts and type in (${sqlList(types)})
       order by run_at
       limit ${limit}
       for update skip locked
@@ -60,7 +61,7 @@ export async function buryExpiredLeases(db: Db, types: string[], now: Date) {
     update jobs set status = 'dead', locked_by = null, updated_at = ${now.toISOString()}::timestamptz,
       last_error = coalesce(last_error || '; ', '') || 'lease expired on the last attempt (worker stopped or timed out)'
     where status = 'running' and run_at <= ${now.toISOString()}::timestamptz and attempts >= max_attempts
-      and type in (${typeList(types)})
+      and type in (${sqlList(types)})
     returning organization_id, id, type`);
   return rowsOf<{ organization_id: string; id: string; type: string }>(result);
 }

@@ -5,15 +5,10 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { CheckpointSigner } from '../../core/module.js';
 
-export interface AuditSigner {
-  /** Hex SHA-256 of the public key's DER (SPKI). */
-  keyId: string;
-  /** The public key as SPKI PEM. */
-  publicKeyPem: string;
-  /** Base64 Ed25519 signature of the UTF-8 bytes of `message`. */
-  sign(message: string): string;
-}
+/** An Ed25519 signer: the shape core declares for the container (src/core/module.ts). */
+export type AuditSigner = CheckpointSigner;
 
 /** The key id of a public key: hex SHA-256 of its DER (SPKI) encoding. */
 export function keyIdOf(publicKey: KeyObject | string): string {

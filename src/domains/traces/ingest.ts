@@ -10,7 +10,7 @@ import type { Db } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import type { Actor } from '../../core/actor.js';
 import type { Clock } from '../../core/clock.js';
-import { sqlStateOf } from '../../core/db-errors.js';
+import { isRetryableConflict } from '../../core/db-errors.js';
 import { newId, USD_SCALE } from '../../db/schema/columns.js';
 import { agentUpdate, findAgents, healthObservations, monthOf, settleBudgets, type AgentRow, type AgentSpend } from '../agents/index.js';
 import { emit } from '../events/outbox.js';
@@ -228,14 +228,12 @@ const INSERT_COLS = sql.raw(NAMES.join(', '));
 const RECORDSET = (rows: TraceRow[]) => sql`jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(${sql.raw(COLUMNS)})`;
 
 // Concurrent batches touching the same agents may deadlock or conflict; the batch is retried whole.
-const RETRYABLE = new Set(['40P01', '40001']);
-
 async function writeBatch(deps: IngestDeps, principal: Actor, ready: Ready[]) {
   for (let attempt = 1; ; attempt++) {
     try {
       return await writeBatchOnce(deps, principal, ready);
     } catch (err) {
-      if (attempt >= 3 || !RETRYABLE.has(sqlStateOf(err) ?? '')) throw err;
+      if (attempt >= 3 || !isRetryableConflict(err)) throw err;
     }
   }
 }
