@@ -65,9 +65,17 @@ describe('agov init (CLI)', () => {
       const bad = await run('node', ['bin/agov.js', 'init'], { env, timeout: 60_000 }).catch((e) => e);
       expect(bad.code).toBe(1);
       expect(bad.stderr).toMatch(/--org/);
+      // A name taken: refused unless --force, which warns and creates a second one.
+      const dup = await run('node', ['bin/agov.js', 'init', '--org', 'CLI Co', '--json'], { env, timeout: 60_000 }).catch((e) => e);
+      expect(dup.code).toBe(1);
+      expect(dup.stderr).toMatch(/organization named "CLI Co" already exists.*--force/);
+      expect(dup.stdout).not.toMatch(/svc_/);
+      const forced = await run('node', ['bin/agov.js', 'init', '--org', 'CLI Co', '--force', '--json'], { env, timeout: 60_000 });
+      expect(forced.stderr).toMatch(/warning: organization "CLI Co" already existed/);
+      expect(JSON.parse(forced.stdout.trim().split('\n').pop()!).organizationId).not.toBe(out.organizationId);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
     // Two child processes each open a PGlite: allow for a busy machine.
-  }, 150_000);
+  }, 240_000);
 });
