@@ -20,6 +20,7 @@ import { serializeError } from './lib/log-error.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
+import { registerRequestLog } from './http/request-log.js';
 import type { AuditSigner } from './domains/audit/signer.js';
 import { VERIFY_PAGE_SIZE } from './domains/audit/service.js';
 import type { Pricing } from './domains/traces/pricing.js';
@@ -73,6 +74,8 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
     trustProxy: trustProxyOption(config.TRUST_PROXY),
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestIdHeader: false,
+    // One line per request instead of two, from registerRequestLog (src/http/request-log.ts).
+    disableRequestLogging: true,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
@@ -99,6 +102,7 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
   });
+  registerRequestLog(app);
   registerDeprecatedAlias(app, config.API_ALIAS_SUNSET);
   registerErrorHandling(app);
   registerAuth(app, { auth, state: deps.state, config });
