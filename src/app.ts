@@ -20,7 +20,7 @@ import { serializeError } from './lib/log-error.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
-import { registerRequestLog } from './http/request-log.js';
+import { OneLinePerRequest } from './http/request-log.js';
 import type { AuditSigner } from './domains/audit/signer.js';
 import { VERIFY_PAGE_SIZE } from './domains/audit/service.js';
 import type { Pricing } from './domains/traces/pricing.js';
@@ -74,8 +74,8 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
     trustProxy: trustProxyOption(config.TRUST_PROXY),
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestIdHeader: false,
-    // One line per request instead of two, from registerRequestLog (src/http/request-log.ts).
-    disableRequestLogging: true,
+    // One line per request instead of two (src/http/request-log.ts).
+    logController: new OneLinePerRequest(),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
@@ -102,10 +102,9 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
   });
-  registerRequestLog(app);
   registerDeprecatedAlias(app, config.API_ALIAS_SUNSET);
   registerErrorHandling(app);
-  registerAuth(app, { auth, state: deps.state, config });
+  registerAuth(app, { auth, state: deps.state, config, clock: deps.clock });
   // The API description and its browser UI are public.
   app.addHook('onRoute', (route) => {
     if (route.url === '/api-docs' || route.url.startsWith('/api-docs/')) route.config = { ...route.config, auth: { public: true } };

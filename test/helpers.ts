@@ -44,6 +44,8 @@ export async function createTestApp(
     RATE_LIMIT_CONTROL_PER_MINUTE: '1000000',
     RATE_LIMIT_INGEST_PER_MINUTE: '1000000',
     ENFORCEMENT_RATE_LIMIT_PER_MINUTE: '1000000',
+    // Test files share 127.0.0.1 (and, with REDIS_URL, one Redis): test/auth-failure-limit.test.ts sets its own.
+    RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: '1000000',
     AUTH_JWT_SECRET: JWT_SECRET,
     AUTH_JWT_ISSUER: JWT_ISSUER,
     AUTH_JWT_AUDIENCE: JWT_AUDIENCE,
