@@ -72,6 +72,23 @@ export async function createTestApp(
   };
 }
 
+/**
+ * Runs `fn` on an app of its own with an organization in it, and closes the app afterwards: for one
+ * test that needs other settings than its file's app (test/fixture.ts), e.g. a low rate limit.
+ */
+export async function withTestApp<T>(
+  env: Record<string, string>,
+  fn: (t: TestApp, org: TestOrg) => Promise<T>,
+  opts: Parameters<typeof createTestApp>[1] = {},
+): Promise<T> {
+  const t = await createTestApp(env, opts);
+  try {
+    return await fn(t, await createOrg(t));
+  } finally {
+    await t.close();
+  }
+}
+
 let fileDatabaseUrl: Promise<string> | undefined;
 
 /**

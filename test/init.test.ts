@@ -3,23 +3,23 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from './fixture.js';
 import { headlessInit, isEmpty } from '../src/domains/organizations/service.js';
 import { generateKey } from '../src/domains/api-keys/key-material.js';
 import { buildApp } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
 import { memoryState } from '../src/lib/shared-state.js';
-import { createTestApp, testDatabaseUrl, type TestApp } from './helpers.js';
+import { testDatabaseUrl, type TestApp } from './helpers.js';
 
 const run = promisify(execFile);
 
 describe('headless first start', () => {
+  // The fixture's app (test/fixture.ts): its organization is made only when a test asks for `org`, so the database starts empty.
   let t: TestApp;
-  beforeAll(async () => {
-    t = await createTestApp();
+  beforeAll(async ({ app }) => {
+    t = app;
   });
-  afterAll(() => t.close());
 
   it('creates the organization with the given admin key only when the database is empty', async () => {
     const key = generateKey('staging');
