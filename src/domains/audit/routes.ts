@@ -29,7 +29,7 @@ export async function auditRoutes(app: FastifyInstance) {
     config: { auth },
     schema: {
       tags,
-      operationId: 'auditLogs.verify', summary: 'Verify the hash chain and the latest signed checkpoints; names the first edited, removed or reordered entry, or the first after the last good checkpoint', description: 'Recomputes the whole hash chain of your organization and checks the latest signed checkpoints; `valid` is false with the first bad entry named when anything was edited, removed or reordered. Reads the whole log: slow on large logs.',
+      operationId: 'auditLogs.verify', summary: 'Verify the hash chain and the latest signed checkpoints', description: 'Recomputes the whole hash chain of your organization and checks the latest signed checkpoints; `valid` is false when anything was edited, removed or reordered, and `firstInvalid` names the first such entry, or the first entry after the last good checkpoint. Reads the whole log: slow on large logs.',
       response: { 200: dataSchema(verifySchema), ...errorResponses },
     },
   }, async (req) => one(await verifyChain(db, principalOf(req).organizationId, { signer: audit.signer, pageSize: audit.verifyPageSize })));
