@@ -45,7 +45,7 @@ describe('operations', () => {
     const ids = ops.map((o) => o.op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
     for (const { path, op } of ops) {
-      const resource = camel(path.replace(/^\/api\/v1\//, '').split('/')[0]);
+      const resource = camel(path.replace(/^\/(api\/v1\/)?/, '').split('/')[0]);
       expect(op.operationId, path).toMatch(OPERATION_ID);
       expect(op.operationId.split('.')[0], `${op.operationId} for ${path}`).toBe(resource);
       expect(op.summary, op.operationId).toMatch(/^[^\n]{3,120}$/);

@@ -275,7 +275,8 @@ function transformDocument({ openapiObject }: { openapiObject: Json }): Json {
   for (const item of Object.values(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
       if (!METHODS.includes(method)) continue;
-      const facts = op['x-agov-route'] as RouteFacts;
+      // A route without any schema never passed the route transform: it takes nothing and is authenticated.
+      const facts = (op['x-agov-route'] as RouteFacts | undefined) ?? { method: method.toUpperCase(), auth: {}, body: false, bodyOptional: false, query: false, params: false };
       delete op['x-agov-route'];
       const example = op['x-example'] as RouteExample | undefined;
       delete op['x-example'];
