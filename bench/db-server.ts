@@ -5,12 +5,8 @@
  * same driver) on request, so app and baseline share process, driver and database.
  */
 import Fastify from 'fastify';
-import { buildApp } from '../src/app.js';
-import { parseConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/client.js';
 import { traces } from '../src/db/schema/index.js';
-import { createOrganization } from '../src/domains/organizations/service.js';
-import { memoryState, redisState } from '../src/lib/shared-state.js';
+import { startBenchApp } from './start-app.js';
 import { rawTraceRows } from './data.js';
 
 const send = (m: unknown) => process.send!(m);
@@ -24,23 +20,19 @@ async function bare() {
 }
 
 async function real() {
-  const config = parseConfig({
-    ...process.env,
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT_CONTROL_PER_MINUTE: '100000000',
-    RATE_LIMIT_INGEST_PER_MINUTE: '100000000',
-    ENFORCEMENT_RATE_LIMIT_PER_MINUTE: '100000000',
+  const { app, database, organizationId, key } = await startBenchApp({
+    env: {
+      LOG_LEVEL: 'silent',
+      RATE_LIMIT_CONTROL_PER_MINUTE: '100000000',
+      RATE_LIMIT_INGEST_PER_MINUTE: '100000000',
+      ENFORCEMENT_RATE_LIMIT_PER_MINUTE: '100000000',
+    },
   });
-  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: null, poolSize: 10 });
-  await database.migrate();
-  const state = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
-  const app = await buildApp({ config, database, state });
-  const { organization, key } = await createOrganization(database.db, { name: `bench ${Date.now()}` });
   await app.listen({ port: 0, host: '127.0.0.1' });
   process.on('message', async (m: { cmd: string; [k: string]: unknown }) => {
     if (m.cmd === 'raw-insert') {
       // The baseline: the same rows as multi-row INSERTs through the same driver, same concurrency.
-      const batches = rawTraceRows(organization.id, m.agentUuid as string, m.prefix as string, m.batches as number, m.batchSize as number);
+      const batches = rawTraceRows(organizationId, m.agentUuid as string, m.prefix as string, m.batches as number, m.batchSize as number);
       const started = performance.now();
       let next = 0;
       await Promise.all(
@@ -58,7 +50,7 @@ async function real() {
       send({ ms: performance.now() - started });
     }
   });
-  send({ port: (app.server.address() as { port: number }).port, key, orgId: organization.id, db: database.kind });
+  send({ port: (app.server.address() as { port: number }).port, key, orgId: organizationId, db: database.kind });
 }
 
 process.on('SIGINT', () => process.exit(0));

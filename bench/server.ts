@@ -12,34 +12,15 @@
  */
 import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { parseConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/client.js';
-import { createOrganization } from '../src/domains/organizations/service.js';
-import { memoryState, redisState } from '../src/lib/shared-state.js';
-import { startProcess } from '../src/jobs/process.js';
+import { startBenchApp } from './start-app.js';
 
 const HOST = '127.0.0.1';
 
 /** Starts the real application and answers it with the admin key of a fresh organization. */
 async function startApp(): Promise<{ app: FastifyInstance; info: Record<string, unknown>; close: () => Promise<void> }> {
-  const config = parseConfig(process.env);
-  const dataDir = config.DATABASE_URL ? null : (process.env.BENCH_PGLITE_DIR ?? null);
-  const database = await openDatabase({ url: config.DATABASE_URL, dataDir, poolSize: config.DATABASE_POOL_SIZE });
-  await database.migrate();
-  const state = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
   // The server's own wiring (role all): the usage flush runs as in production.
-  const proc = await startProcess({ config, database, state });
-  const app = proc.app;
-  const { organization, key } = await createOrganization(database.db, { name: `Bench ${new Date().toISOString()}` });
-  return {
-    app,
-    info: { key, organizationId: organization.id, database: database.describe, cache: state.kind },
-    close: async () => {
-      await proc.close();
-      await state.close();
-      await database.close();
-    },
-  };
+  const b = await startBenchApp({ dataDir: process.env.BENCH_PGLITE_DIR ?? null, jobs: true });
+  return { app: b.app, info: { key: b.key, organizationId: b.organizationId, database: b.database.describe, cache: b.state.kind }, close: b.close };
 }
 
 /** Starts a bare Fastify server answering the recorded JSON body at the benchmarked path. */

@@ -62,6 +62,8 @@ const schema = z.object({
   RATE_LIMIT_CONTROL_PER_MINUTE: int(100),
   RATE_LIMIT_INGEST_PER_MINUTE: int(1000),
   ENFORCEMENT_RATE_LIMIT_PER_MINUTE: int(10000),
+  /** Failed authentications per minute per client IP before that IP is refused for the rest of the minute; 0 turns it off. */
+  RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: int(60, 0),
   /** JWT verification for dashboard users: one of JWKS URL or HS256 secret, with issuer and audience. */
   AUTH_JWKS_URL: optionalString,
   AUTH_JWT_SECRET: optionalString,

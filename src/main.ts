@@ -40,6 +40,9 @@ async function main() {
     const init = await container.services.organizations.headlessInit(config.AGOV_INIT_ORG_NAME, config.AGOV_INIT_ADMIN_KEY);
     if (init.created) app.log.info({ organizationId: init.organizationId }, `headless init: created organization "${init.name}" with the admin key from AGOV_INIT_ADMIN_KEY`);
     else if (init.reason !== 'not configured') app.log.warn(`headless init skipped: ${init.reason}`);
+    // Without AGOV_INIT_*, an empty database gets a default organization; one line names the key's file, never the key.
+    const first = init.reason === 'not configured' ? await container.services.organizations.firstStart(config.DATA_DIR) : { created: false as const };
+    if (first.created) app.log.info({ organizationId: first.organizationId }, `first start: created organization "${first.name}"; its admin key is in ${first.keyFile} (readable by this user only)`);
   }
 
   const where = { database: database.describe, cache: state.kind === 'redis' ? 'Redis' : 'in-process memory (single instance)', role: config.AGOV_ROLE };

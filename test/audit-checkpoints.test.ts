@@ -2,7 +2,7 @@ import { createHash, createPublicKey, generateKeyPairSync, verify } from 'node:c
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from './fixture.js';
 import { sql } from 'drizzle-orm';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { buildApp } from '../src/app.js';
@@ -11,7 +11,7 @@ import { GENESIS } from '../src/domains/audit/chain.js';
 import { verifyOffline } from '../src/domains/audit/offline.js';
 import { walkChain } from '../src/domains/audit/service.js';
 import { ephemeralSigner, KEY_FILE_NAME, loadAuditSigner } from '../src/domains/audit/signer.js';
-import { createKey, createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
+import { createKey, createOrg, type TestApp, type TestOrg } from './helpers.js';
 
 const signer = ephemeralSigner();
 let t: TestApp;
@@ -20,16 +20,16 @@ let app: FastifyInstance;
 /** The same, verifying in pages of 2 entries / checkpoints. */
 let pagedApp: FastifyInstance;
 
-beforeAll(async () => {
-  t = await createTestApp();
+beforeAll(async ({ app: fileApp }) => {
+  t = fileApp;
   const deps = { config: t.app.deps.config, database: t.database, state: t.state };
   app = await buildApp({ ...deps, auditSigner: signer });
   pagedApp = await buildApp({ ...deps, auditSigner: signer, audit: { verifyPageSize: 2 } });
 });
+// The fixture closes the file's app (test/fixture.ts); these two share its database and state.
 afterAll(async () => {
   await app.close();
   await pagedApp.close();
-  await t.close();
 });
 
 const T0 = new Date('2026-03-01T12:00:00.000Z');

@@ -15,8 +15,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrg, createTestApp, JWT_SECRET, type TestApp, type TestOrg } from './helpers.js';
+import { afterAll, beforeAll, describe, expect, it } from './fixture.js';
+import { JWT_SECRET, type TestApp, type TestOrg } from './helpers.js';
 import {
   definitelyInvalid,
   jsonTypeOf,
@@ -365,9 +365,10 @@ function valueOfType(type: string): fc.Arbitrary<unknown> {
 
 // ---------------------------------------------------------------------------------------------
 
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await createOrg(t, 'Fuzz');
+// The file's app and organization come from the fixture (test/fixture.ts), which also closes the app.
+beforeAll(async ({ app, org: o }) => {
+  t = app;
+  org = o;
   const res = await t.app.inject({ method: 'GET', url: '/api-docs.json' });
   expect(res.statusCode).toBe(200);
   doc = res.json();
@@ -385,7 +386,6 @@ afterAll(async () => {
     return `  ${c.padEnd(16)} ${String(per.size).padStart(3)} operations x ${String(Math.round(n / Math.max(1, per.size))).padStart(3)} cases = ${n}`;
   });
   console.log(`fuzz summary (seed ${SEED}): ${ops?.length ?? 0} operations, ${cats.length} categories, ${total} requests\n${lines.join('\n')}`);
-  await t.close();
 });
 
 describe('fuzz: every documented operation rejects bad input with a 4xx error body', () => {

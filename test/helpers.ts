@@ -44,6 +44,8 @@ export async function createTestApp(
     RATE_LIMIT_CONTROL_PER_MINUTE: '1000000',
     RATE_LIMIT_INGEST_PER_MINUTE: '1000000',
     ENFORCEMENT_RATE_LIMIT_PER_MINUTE: '1000000',
+    // Test files share 127.0.0.1 (and, with REDIS_URL, one Redis): test/auth-failure-limit.test.ts sets its own.
+    RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: '1000000',
     AUTH_JWT_SECRET: JWT_SECRET,
     AUTH_JWT_ISSUER: JWT_ISSUER,
     AUTH_JWT_AUDIENCE: JWT_AUDIENCE,
@@ -68,6 +70,23 @@ export async function createTestApp(
       await container.close();
     },
   };
+}
+
+/**
+ * Runs `fn` on an app of its own with an organization in it, and closes the app afterwards: for one
+ * test that needs other settings than its file's app (test/fixture.ts), e.g. a low rate limit.
+ */
+export async function withTestApp<T>(
+  env: Record<string, string>,
+  fn: (t: TestApp, org: TestOrg) => Promise<T>,
+  opts: Parameters<typeof createTestApp>[1] = {},
+): Promise<T> {
+  const t = await createTestApp(env, opts);
+  try {
+    return await fn(t, await createOrg(t));
+  } finally {
+    await t.close();
+  }
 }
 
 let fileDatabaseUrl: Promise<string> | undefined;

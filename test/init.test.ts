@@ -3,23 +3,23 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from './fixture.js';
 import { headlessInit, isEmpty } from '../src/domains/organizations/service.js';
 import { generateKey } from '../src/domains/api-keys/key-material.js';
 import { buildApp } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
 import { memoryState } from '../src/lib/shared-state.js';
-import { createTestApp, testDatabaseUrl, type TestApp } from './helpers.js';
+import { testDatabaseUrl, type TestApp } from './helpers.js';
 
 const run = promisify(execFile);
 
 describe('headless first start', () => {
+  // The fixture's app (test/fixture.ts): its organization is made only when a test asks for `org`, so the database starts empty.
   let t: TestApp;
-  beforeAll(async () => {
-    t = await createTestApp();
+  beforeAll(async ({ app }) => {
+    t = app;
   });
-  afterAll(() => t.close());
 
   it('creates the organization with the given admin key only when the database is empty', async () => {
     const key = generateKey('staging');
@@ -65,9 +65,17 @@ describe('agov init (CLI)', () => {
       const bad = await run('node', ['bin/agov.js', 'init'], { env, timeout: 60_000 }).catch((e) => e);
       expect(bad.code).toBe(1);
       expect(bad.stderr).toMatch(/--org/);
+      // A name taken: refused unless --force, which warns and creates a second one.
+      const dup = await run('node', ['bin/agov.js', 'init', '--org', 'CLI Co', '--json'], { env, timeout: 60_000 }).catch((e) => e);
+      expect(dup.code).toBe(1);
+      expect(dup.stderr).toMatch(/organization named "CLI Co" already exists.*--force/);
+      expect(dup.stdout).not.toMatch(/svc_/);
+      const forced = await run('node', ['bin/agov.js', 'init', '--org', 'CLI Co', '--force', '--json'], { env, timeout: 60_000 });
+      expect(forced.stderr).toMatch(/warning: organization "CLI Co" already existed/);
+      expect(JSON.parse(forced.stdout.trim().split('\n').pop()!).organizationId).not.toBe(out.organizationId);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
     // Two child processes each open a PGlite: allow for a busy machine.
-  }, 150_000);
+  }, 240_000);
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it, test } from './fixture.js';
-import { createOrg, createTestApp } from './helpers.js';
+import { createOrg, withTestApp } from './helpers.js';
 
 test.override({ appEnv: { BODY_LIMIT_BYTES: String(64 * 1024) } });
 
@@ -98,9 +98,7 @@ describe('OpenAPI document', () => {
 
 describe('rate limits', () => {
   it('429 RATE_LIMITED with Retry-After and X-RateLimit headers, per organization', async () => {
-    const limited = await createTestApp({ RATE_LIMIT_CONTROL_PER_MINUTE: '3' });
-    try {
-      const a = await createOrg(limited);
+    await withTestApp({ RATE_LIMIT_CONTROL_PER_MINUTE: '3' }, async (limited, a) => {
       const b = await createOrg(limited);
       const codes: number[] = [];
       let last;
@@ -117,8 +115,6 @@ describe('rate limits', () => {
       expect(last!.headers['x-ratelimit-remaining']).toBe('0');
       // Another organization has its own budget.
       expect((await b.req({ method: 'GET', url: '/api/v1/api-keys' })).statusCode).toBe(200);
-    } finally {
-      await limited.close();
-    }
+    });
   });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from './fixture.js';
-import { createKey, createOrg, createTestApp, type TestOrg } from './helpers.js';
+import { createKey, createOrg, withTestApp, type TestOrg } from './helpers.js';
 
 let a: { id: string; agentId: string };
 let b: { id: string; agentId: string };
@@ -162,9 +162,7 @@ describe('stats and export', () => {
 
 describe('totals over large results', () => {
   it('are exact for small results and estimated, flagged, beyond TRACE_COUNT_EXACT_LIMIT', async () => {
-    const small = await createTestApp({ TRACE_COUNT_EXACT_LIMIT: '0' });
-    try {
-      const o = await createOrg(small);
+    await withTestApp({ TRACE_COUNT_EXACT_LIMIT: '0' }, async (_small, o) => {
       const res = await o.req({ method: 'POST', url: '/api/v1/agents', payload: { agentId: 'b', name: 'B', type: 'chatbot', platform: 'custom', environment: 'production' } });
       expect(res.statusCode).toBe(201);
       await o.req({ method: 'POST', url: '/api/v1/traces/ingest', payload: { traces: Array.from({ length: 6 }, (_, i) => ({ traceId: `e-${i}`, agentId: 'b' })) } });
@@ -173,9 +171,7 @@ describe('totals over large results', () => {
       const full = (await o.req({ method: 'GET', url: '/api/v1/traces?limit=3' })).json().meta;
       expect(full).toMatchObject({ limit: 3, offset: 0, totalEstimated: true });
       expect(full.total).toBeGreaterThanOrEqual(3);
-    } finally {
-      await small.close();
-    }
+    });
   });
 });
 

@@ -9,6 +9,7 @@ import { memoryState } from '../lib/shared-state.js';
 import { acquireDataDirLock } from '../lib/data-dir-lock.js';
 import { ROLES } from '../http/principal.js';
 import { sqlStateOf } from '../core/db-errors.js';
+import { DomainError } from '../core/errors.js';
 import { environmentEnum } from '../http/validation.js';
 
 async function withDatabase<T>(fn: (c: Container) => Promise<T>): Promise<T> {
@@ -41,10 +42,18 @@ program
   .requiredOption('--org <name>', 'organization name', nonEmpty('--org'))
   .option('--environment <env>', 'environment of the admin key: production, staging or development', 'production')
   .option('--json', 'print the result as JSON')
-  .action(async (opts: { org: string; environment: string; json?: boolean }) => {
+  .option('--force', 'create it even when an organization of that name exists (refused otherwise)')
+  .action(async (opts: { org: string; environment: string; json?: boolean; force?: boolean }) => {
     const env = environmentEnum.safeParse(opts.environment);
     if (!env.success) throw new InvalidArgumentError('--environment must be production, staging or development');
-    const out = await withDatabase((c) => c.services.organizations.create({ name: opts.org, environment: env.data, actor: 'cli' }));
+    const out = await withDatabase((c) =>
+      c.services.organizations.create({ name: opts.org, environment: env.data, actor: 'cli', allowDuplicateName: opts.force }),
+    ).catch((err: unknown) => {
+      // A name another organization has (docs/decisions.md, "First start"): say how to go ahead anyway.
+      if (err instanceof DomainError && err.code === 'CONFLICT') throw new Error(`${err.message}; pass --force to create another with the same name`);
+      throw err;
+    });
+    if (out.duplicateOf) console.error(`agov: warning: organization "${out.organization.name}" already existed (${out.duplicateOf}); created another (--force)`);
     if (opts.json) {
       console.log(JSON.stringify({ organizationId: out.organization.id, name: out.organization.name, apiKeyId: out.apiKey.id, apiKey: out.key }));
       return;

@@ -2,16 +2,17 @@
  * Authentication (API keys, JWT), authorization (role, scope, agent keys), IP and environment
  * checks, and per-organization rate limits: one onRequest hook, run before the body is parsed.
  */
-import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { LRUCache } from 'lru-cache';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { jwtConfigProblems, type Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import { environmentOfKey, findKeyByHash, hashKey, looksLikeKey, recordKeyUsage } from '../domains/api-keys/index.js';
 import { securityOf } from '../domains/settings/index.js';
-import type { SharedState } from '../lib/shared-state.js';
+import type { SharedState, WindowCount } from '../lib/shared-state.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { compileAllowlist, ipAllowed } from '../lib/ip.js';
-import { forbidden, rateLimited, unauthorized } from '../core/errors.js';
+import { DomainError, forbidden, rateLimited, unauthorized } from '../core/errors.js';
 import { LookupCache } from '../lib/lookup-cache.js';
 import { declaresAccess, roleAtLeast, roleForScopes, ROLES, type Principal, type Role, type RouteAuth, type Scope } from './principal.js';
 import { upsertUserFromToken } from '../domains/users/service.js';
@@ -285,7 +286,8 @@ export function assertRoutesDeclareAccess(routes: readonly Pick<RouteOptions, 'm
  * Installs the hook. Deny by default: every route must declare its access (checked when the app
  * becomes ready, so the app refuses to start otherwise); routes without `public` need a credential.
  */
-export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; state: SharedState; config: Config }) {
+export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; state: SharedState; config: Config; clock?: Clock }) {
+  const clock = deps.clock ?? systemClock;
   // Collected here and checked on ready, after every plugin (including later onRoute hooks that
   // mark the API docs public) has had its say.
   const routes: RouteOptions[] = [];
@@ -297,6 +299,7 @@ export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; 
     ingest: deps.config.RATE_LIMIT_INGEST_PER_MINUTE,
     enforce: deps.config.ENFORCEMENT_RATE_LIMIT_PER_MINUTE,
   };
+  const failures = new AuthFailureLimit(deps.state, deps.config.RATE_LIMIT_AUTH_FAILURES_PER_MINUTE, clock);
   app.addHook('onRequest', async (request, reply) => {
     // Unmatched routes fall through to the 404 handler.
     if (!request.routeOptions.url) return;
@@ -304,27 +307,88 @@ export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; 
     // Fail closed: the start-up check makes this unreachable, unless a route escaped it.
     if (!need || !declaresAccess(need)) throw forbidden('This route declares no access');
     if (need.public) return;
-    const principal = await deps.auth.authenticate(request);
+    failures.refuseIfBlocked(request.ip, reply);
+    let principal: Principal;
+    try {
+      principal = await deps.auth.authenticate(request);
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'UNAUTHORIZED') await failures.count(request, reply);
+      throw err;
+    }
     request.principal = principal;
     authorize(principal, need, request.method);
 
     const cls = need.rateLimit ?? 'control';
     if (cls === false) return;
     const limit = limits[cls];
+    const now = clock.now().getTime();
     let hit;
     try {
-      hit = await deps.state.hit(`${cls}:${principal.organizationId}`, 60_000);
+      hit = await deps.state.hit(`${cls}:${principal.organizationId}`, 60_000, now);
     } catch (err) {
       // Fail open: a cache outage must not take the API down; the health check reports it.
       request.log.warn({ err }, 'rate limiter unavailable; request allowed');
       return;
     }
-    const resetSeconds = Math.max(1, Math.ceil((hit.resetAt - Date.now()) / 1000));
-    reply.header('X-RateLimit-Limit', limit);
-    reply.header('X-RateLimit-Remaining', Math.max(0, limit - hit.count));
-    reply.header('X-RateLimit-Reset', resetSeconds);
+    const resetSeconds = limitHeaders(reply, limit, hit, now);
     if (hit.count > limit) {
       throw rateLimited(`Rate limit of ${limit} requests per minute exceeded`, resetSeconds);
     }
   });
+}
+
+/** Sets the X-RateLimit-* headers of a window and answers the seconds until it resets. */
+function limitHeaders(reply: FastifyReply, limit: number, hit: WindowCount, now: number) {
+  const resetSeconds = Math.max(1, Math.ceil((hit.resetAt - now) / 1000));
+  reply.header('X-RateLimit-Limit', limit);
+  reply.header('X-RateLimit-Remaining', Math.max(0, limit - hit.count));
+  reply.header('X-RateLimit-Reset', resetSeconds);
+  return resetSeconds;
+}
+
+// Client IPs remembered as over the failure limit, per instance (docs/decisions.md, "Failed authentication per IP").
+const MAX_BLOCKED_IPS = 10_000;
+
+/**
+ * Failed authentications per client IP (docs/decisions.md, "Failed authentication per IP"): each
+ * 401 counts in the shared state; past the limit the IP is refused with 429 for the rest of the
+ * window, before any credential lookup, from a local list, so a flood costs no lookup and no round trip.
+ */
+class AuthFailureLimit {
+  private blocked = new LRUCache<string, number>({ max: MAX_BLOCKED_IPS });
+
+  constructor(private state: SharedState, private limit: number, private clock: Clock) {}
+
+  /** Throws 429 when this IP went over the limit in the current window. */
+  refuseIfBlocked(ip: string, reply: FastifyReply) {
+    if (this.limit === 0) return;
+    const until = this.blocked.get(ip);
+    if (until === undefined) return;
+    const now = this.clock.now().getTime();
+    if (until <= now) {
+      this.blocked.delete(ip);
+      return;
+    }
+    const resetSeconds = limitHeaders(reply, this.limit, { count: this.limit + 1, resetAt: until }, now);
+    throw rateLimited(`Too many failed authentications from this address: more than ${this.limit} per minute`, resetSeconds);
+  }
+
+  /** Counts one failed authentication of the request's IP; throws 429 instead of the 401 past the limit. */
+  async count(request: FastifyRequest, reply: FastifyReply) {
+    if (this.limit === 0) return;
+    const now = this.clock.now().getTime();
+    let hit: WindowCount;
+    try {
+      hit = await this.state.hit(`authfail:${request.ip}`, 60_000, now);
+    } catch (err) {
+      // Fail open, as the per-organization limit: the 401 stands.
+      request.log.warn({ err }, 'rate limiter unavailable; failed authentication not counted');
+      return;
+    }
+    const resetSeconds = limitHeaders(reply, this.limit, hit, now);
+    if (hit.count > this.limit) {
+      this.blocked.set(request.ip, hit.resetAt);
+      throw rateLimited(`Too many failed authentications from this address: more than ${this.limit} per minute`, resetSeconds);
+    }
+  }
 }

@@ -13,8 +13,11 @@ export interface WindowCount {
 
 export interface SharedState {
   kind: 'redis' | 'memory';
-  /** Adds one to the counter of `key` in the current window of `windowMs`, answering the new count. */
-  hit(key: string, windowMs: number): Promise<WindowCount>;
+  /**
+   * Adds one to the counter of `key` in the current window of `windowMs`, answering the new count.
+   * `now` (epoch ms, default the machine's time) places the window: callers pass their injected clock.
+   */
+  hit(key: string, windowMs: number, now?: number): Promise<WindowCount>;
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): void;
   /**
@@ -39,8 +42,7 @@ export function memoryState(): SharedState {
   let nextSweepAt = Date.now() + SWEEP_EVERY_MS;
   return {
     kind: 'memory',
-    async hit(key, windowMs) {
-      const now = Date.now();
+    async hit(key, windowMs, now = Date.now()) {
       if (now >= nextSweepAt) {
         nextSweepAt = now + SWEEP_EVERY_MS;
         for (const [k, v] of counters) if (v.resetAt <= now) counters.delete(k);
@@ -100,8 +102,7 @@ export async function redisState(url: string, prefix = 'agov:'): Promise<SharedS
   });
   return {
     kind: 'redis',
-    async hit(key, windowMs) {
-      const now = Date.now();
+    async hit(key, windowMs, now = Date.now()) {
       const start = now - (now % windowMs);
       const k = `${prefix}rl:${key}:${start}`;
       // The key expires shortly after its window ends.

@@ -1,7 +1,8 @@
-/** The organizations module: creating an organization with its first admin key (CLI, headless first start). */
+/** The organizations module: creating an organization with its first admin key (CLI, headless and default first start). */
 import { defineModule } from '../../core/module.js';
 import type { Environment } from '../../http/validation.js';
 import { createOrganization, headlessInit, isEmpty } from './service.js';
+import { firstStart } from './first-start.js';
 
 export { organizationIds } from './service.js';
 
@@ -10,9 +11,12 @@ export const organizationsModule = defineModule({
   needs: ['db', 'clock'],
   services: ({ db, clock }) => ({
     /** Creates an organization, its audit chain and an admin key (see createOrganization). */
-    create: (input: { name: string; key?: string; environment?: Environment; actor?: string }) => createOrganization(db, { ...input, clock }),
+    create: (input: { name: string; key?: string; environment?: Environment; actor?: string; allowDuplicateName?: boolean }) =>
+      createOrganization(db, { ...input, clock }),
     /** Headless first start from AGOV_INIT_ORG_NAME / AGOV_INIT_ADMIN_KEY. */
-    headlessInit: (orgName: string | undefined, adminKey: string | undefined) => headlessInit(db, orgName, adminKey),
+    headlessInit: (orgName: string | undefined, adminKey: string | undefined) => headlessInit(db, orgName, adminKey, clock),
+    /** First start without AGOV_INIT_*: the default organization, its admin key in `<dataDir>/admin-key` (see firstStart). */
+    firstStart: (dataDir: string) => firstStart(db, { dataDir, clock }),
     /** True when no organization exists yet. */
     isEmpty: () => isEmpty(db),
   }),
