@@ -40,6 +40,8 @@ export const RULES: Rule[] = [
   // --- instruction override (English)
   r(O, 0.9, `\\b${OVERRIDE_VERB}\\b${G(25)}\\b${PRIOR}\\b${G(25)}\\b${RULE_NOUN}\\b`, true),
   r(O, 0.55, `\\b${OVERRIDE_VERB}\\b${G(30)}\\b${RULE_NOUN}\\b`, true),
+  r(O, 0.85, `\\b${OVERRIDE_VERB}\\b${G(30)}\\b${RULE_NOUN}\\s(?:you were|you've been|you have been|you are|you got) (?:given|told|programmed|trained|configured|set up)\\b`),
+  r(O, 0.8, `\\b(?:instructions?|rules|prompt|guidelines|directives?)\\s(?:above|before this|so far|you were given|you received)\\s(?:(?:is|are|was|were)\\s(?:fake|false|a test|void|invalid|cancell?ed|obsolete|outdated|revoked|wrong|not valid|superseded|no longer valid)|no longer apply|do not apply)`),
   r(O, 0.85, `\\b(?:above|previous|prior|earlier|original|old)\\s(?:instructions?|text|prompt|content|rules|directives?)\\s(?:(?:is|are|was|were)\\s(?:fake|false|a test|void|invalid|cancell?ed|obsolete|outdated|revoked|wrong|not valid|superseded|no longer valid)|no longer apply|do not apply|don'?t apply)`),
   r(O, 0.6, `\\b(?:new|updated|real|actual|true|revised|overriding|secret|hidden|priority|following)\\s(?:system\\s)?(?:instructions?|directives?|rules|prompt|task|orders|objective|mission)\\s?(?::|(?:are|is)\\b|follow\\b|take precedence)`),
   r(O, 0.35, `\\bfrom now on\\b${G(30)}\\b(?:you|your|respond|answer|act|ignore|only|always|never)\\b`),
@@ -51,15 +53,17 @@ export const RULES: Rule[] = [
   r(O, 0.7, `\\b(?:enable|activate|enter|switch to|engage|unlock)\\b${G(15)}\\b(?:god|sudo|jailbreak|unrestricted|unfiltered|dan|evil|admin|root|uncensored) mode\\b`),
   r(O, 0.65, `\\b(?:developer|dev) mode\\b${G(60)}\\b(?:chatgpt|ai|assistant|model|you|policies|restrictions|filters)\\b|\\b(?:chatgpt|ai|assistant|model)\\b${G(40)}\\bdeveloper mode\\b`),
   // --- prompt extraction (English)
-  r(X, 0.85, `\\b${REVEAL}\\b${G(30)}\\b${HIDDEN}[ -]?(?:prompt|instructions?|message|directives?|rules|guidelines|configuration|context)s?\\b`),
+  r(X, 0.85, `\\b${REVEAL}\\b${G(45)}\\b${HIDDEN}[ -]?(?:prompt|instructions?|message|directives?|rules|guidelines|configuration|context)s?\\b`),
   r(X, 0.75, `\\bwhat (?:is|are|was|were) your (?:exact |full |complete |original |initial |hidden |secret )?(?:system prompt|instructions|initial prompt|prompt|rules|guidelines|directives)\\b`),
   r(X, 0.75, `\\b(?:repeat|print|output|copy|recite|echo|write out|type out)\\b${G(25)}\\b(?:everything|all|the (?:text|words|content|lines|messages?|instructions))\\b${G(20)}\\b(?:above|before this|prior|preceding|so far|until now|at the (?:start|beginning|top))\\b`),
   r(X, 0.8, `\\b(?:your|the) (?:instructions|system prompt|initial prompt|prompt|rules)\\b${G(20)}\\b(?:verbatim|word for word|in full|exactly as (?:written|given)|unaltered|character for character)`),
   r(X, 0.7, `\\b(?:what|which) (?:instructions|rules|guidelines|directives) (?:were you|have you been|are you|did you get) (?:given|told|programmed|trained|provided)`),
+  r(X, 0.8, `\\b(?:leak|reveal|dump|expose|disclose)\\b${G(20)}\\b(?:your|the) (?:pre-?prompt|prompt|instructions|rules|configuration)\\b`),
+  r(X, 0.75, `\\b(?:translate|summari[sz]e|rewrite|paraphrase|encode|convert)\\b${G(15)}\\byour (?:system prompt|initial prompt|instructions|hidden prompt|rules|prompt)\\b`),
   r(X, 0.6, `\\bstart(?:ing)? (?:with|from) ["']?you are (?:a|an|chatgpt|the)\\b`),
   r(X, 0.45, `\\b(?:reveal|print|show|dump|leak|list|output|give me|tell me)\\b${G(25)}\\b(?:your|the|all)\\b${G(15)}\\b(?:api keys?|passwords?|credentials|secrets|access tokens|environment variables|env vars)\\b`),
   // --- persona switch / role play (English)
-  r(P, 0.85, `\\b(?:you are|you're|you will be|you are now|act as|acting as|pretend(?: to be| you are| you're| that you are)|role-?play as|play the role of|behave like|behave as|simulate|become|impersonate)\\b${G(40)}\\b(?:dan|stan|evil|unrestricted|unfiltered|uncensored|jailbroken|amoral|unethical|immoral|rogue|unhinged|without (?:any )?${LIMITS}|no ${LIMITS}|free (?:from|of) (?:all |any )?${LIMITS}|freed from|broken free|not bound by)\\b`),
+  r(P, 0.85, `\\b(?:you are|you're|you will be|you are now|act as|acting as|pretend(?: to be| you are| you're| that you are)|role-?play as|play the role of|behave like|behave as|simulate|become|impersonate)\\b${G(40)}\\b(?:dan|stan|evil|unrestricted|unfiltered|uncensored|jailbroken|amoral|unethical|immoral|rogue|unhinged|without (?:any )?${LIMITS}|no ${LIMITS}|without (?:any )?(?:safety |ethical |content |moral )${LIMITS}|no (?:safety |ethical |content |moral )${LIMITS}|free (?:from|of) (?:all |any )?${LIMITS}|freed from|broken free|not (?:bound|restricted|limited|constrained) by|(?:trained|built|made|created) without)\\b`),
   r(P, 0.8, `\\b(?:do anything now|developer mode (?:enabled|output|on)|jailbreak(?:ed)? mode|unfiltered mode|opposite mode|evil mode|chaos mode|evil confidant|anti-?gpt|better-?dan)\\b`),
   r(P, 0.85, `\\byou (?:are|have been) (?:now |officially )?(?:freed|liberated|unleashed|unshackled|jailbroken|released from)\\b`),
   r(P, 0.45, `\\b(?:no|without|free of|free from|not bound by|not (?:restricted|limited) by|unbound by|beyond) (?:any |the |your |all )?(?:ethical |moral |content |safety |openai'?s? |anthropic'?s? |usual |normal )?${LIMITS}\\b`),
@@ -68,7 +72,8 @@ export const RULES: Rule[] = [
   r(P, 0.35, `\\b(?:stay|remain|stay fully) in character\\b`),
   r(P, 0.5, `\\b(?:grandma|grandmother|deceased|late) \\w{0,12}\\b${G(80)}\\b(?:used to|would)\\b${G(20)}\\b(?:tell|read|recite|say|whisper)\\b`),
   // --- refusal suppression
-  r(S, 0.45, `\\b(?:never|do not|don'?t|must not|cannot|can'?t|will not|won'?t|without)\\b${G(15)}\\b(?:refuse|decline|say no|apologi[sz]e|add (?:any )?(?:disclaimers?|warnings?)|include (?:any )?(?:disclaimers?|warnings?|caveats)|moraliz\\w*|lecture)\\b`),
+  r(S, 0.45, `\\b(?:never|do not|don'?t|must not|cannot|can'?t|will not|won'?t|without)\\b${G(15)}\\b(?:refuse|decline|say no|apologi[sz]e|add (?:any |a |an )?(?:disclaimers?|warnings?)|include (?:any |a |an )?(?:disclaimers?|warnings?|caveats)|moraliz\\w*|lecture)\\b`),
+  r(S, 0.3, `\\b(?:without|with no) (?:any )?(?:warnings?|disclaimers?|caveats|moraliz\\w*|lectures?)\\b`),
   r(S, 0.4, `\\b(?:for educational purposes only|purely hypothetically|it'?s (?:just )?for a (?:novel|story|movie))\\b${G(80)}\\b(?:how to|step[- ]by[- ]step|instructions for|explain how)\\b`),
   // --- fake delimiters and dialogue
   r(D, 0.85, `<\\|(?:im_start|im_end|system|endoftext|start_header_id|end_header_id|eot_id|assistant|user)\\|>`),
@@ -80,12 +85,15 @@ export const RULES: Rule[] = [
   r(D, 0.6, `\\b(?:end of|end)\\s(?:the\\s)?(?:user\\s|untrusted\\s)?(?:input|document|context|data)\\b${G(40)}\\b(?:new|now|system|ignore|instructions?)\\b`),
   // --- indirect injection aimed at an assistant reading content
   r(I, 0.7, `\\b(?:note|message|instructions?|attention|important|notice)\\s(?:to|for)\\s(?:the\\s|any\\s|all\\s)?(?:ai|llm|language model|assistant|chatbot|agent|bot|gpt|claude|model)s?\\b`),
+  r(I, 0.65, `\\b(?:attention|hey|dear|note|notice|important)[,:]?\\s(?:to\\s|for\\s)?(?:the\\s|any\\s|all\\s)?(?:ai|llm|assistant|chatbot|agent|bot|ai agent|ai assistant)s?\\s{0,2}[:,]`),
+  r(I, 0.7, `\\bto (?:the|any|all) (?:ai|llm|chatbot|assistant|agent|bot|model)s? (?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|reviewing)\\b`),
   r(I, 0.65, `\\bif you are an? (?:ai|llm|language model|assistant|ai assistant|automated \\w{1,12}|bot|chatbot|ai agent)\\b`),
-  r(I, 0.7, `\\b(?:ai|llm) (?:assistants?|agents?|models?|systems?|tools?) (?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|reviewing) this\\b`),
+  r(I, 0.7, `\\b(?:ai|llm)(?: [a-z]{1,15})? (?:assistants?|agents?|models?|systems?|tools?) (?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|reviewing) this\\b`),
   r(I, 0.55, `\\bwhen (?:summari[sz]ing|processing|reading|you read|you summari[sz]e|you process|asked about) this\\b${G(60)}\\b(?:say|include|tell|add|recommend|state|output|ignore|mention|append|insert)\\b`),
   // --- exfiltration through links or tools
   r(E, 0.75, `!\\[[^\\]\\n]{0,100}\\]\\(https?:\\/\\/[^)\\s]{1,300}[?&][^)\\s]{0,300}(?:\\{|\\$|%7b|\\[|<|(?:data|q|c|chat|history|conversation|secret|key|token|password|prompt)=)`),
   r(E, 0.55, `\\b(?:send|post|upload|forward|transmit|exfiltrate|leak|submit|append)\\b${G(40)}\\b(?:conversation|chat history|history|context|system prompt|api keys?|credentials|passwords?|secrets|tokens|personal data|user data|all (?:the )?data)\\b${G(40)}\\b(?:to|at|via|into)\\b${G(15)}(?:https?:\\/\\/|www\\.|[\\w.-]+@[\\w-]+\\.|webhook|server|endpoint|url|the following address)`),
+  r(E, 0.55, `https?:\\/\\/[^\\s)]{1,200}[?&][a-z_]{1,20}=(?=\\s|$|\\)|<|\\{|\\[)`),
   // --- encoding instructions
   r(C, 0.7, `\\b(?:decode|decipher|base64|b64|rot-?13|hex|reverse)\\b${G(60)}\\b(?:follow|execute|obey|run|do what|carry out|act on|comply|perform)\\b`),
   // --- French
@@ -115,7 +123,7 @@ export const RULES: Rule[] = [
 ];
 
 /** Text that discusses injection rather than doing it (security questions, research, tooling). */
-export const META = /\b(?:prompt injections?|injection attacks?|jailbreak(?:s|ing)? (?:attempts?|prompts?|techniques?|detection)|red[- ]team\w*|adversarial prompts?|classifier|detect(?:ion|or|s|ing)?|guardrails?|defen[cs]es?|defend|mitigat\w*|owasp|security research\w*|example of|examples of|what is|what are|how does|how do|explain|why do|paper|dataset|benchmark|test cases?|unit tests?|filter(?:s|ing)? (?:for|out)|flag(?:s|ged)?|block(?:s|ed)?)\b/;
+export const META = /\b(?:prompt injections?|injection attacks?|jailbreak(?:s|ing)? (?:attempts?|prompts?|techniques?|detection)|red[- ]team\w*|adversarial prompts?|classifier|detect(?:ion|or|s|ing)?|defen[cs]es?|defend|mitigat\w*|owasp|security research\w*|example of|examples of|what is|what are|how does|how do|explain|why do|paper|dataset|benchmark|test cases?|unit tests?|filter(?:s|ing)? (?:for|out)|flag(?:s|ged)?|block(?:s|ed)?)\b/;
 
 /** Quoted spans: "…", '…' (not apostrophes), `…`. */
 export const QUOTED = /"[^"\n]{1,400}"|(?<![a-z])'[^'\n]{1,400}'(?![a-z])|`[^`\n]{1,400}`/g;

@@ -66,6 +66,8 @@ function runRules(view: View, rules: Rule[], tag: string, hits: Hit[], seen: Set
     seen.add(`r${k}`);
     let weight = rule.weight;
     if (rule.selfAware && SELF.test(m[0])) weight = 0.25;
+    // The same cue twice (never refuse, never apologise) is more evidence than once.
+    else if (rule.re.exec(t)) weight = 1 - (1 - weight) ** 2;
     const s = m.index;
     const e = m.index + m[0].length;
     const start = view.map[s] ?? 0;

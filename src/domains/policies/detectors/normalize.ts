@@ -111,21 +111,31 @@ const SPACED = /(?<![a-z])(?:[a-z](?:[ .\-_*+]| {2,}| ?\/ ?)){4,}[a-z](?![a-z])/
 /** Whether the text spells words letter by letter (`i g n o r e`). */
 export const hasSpacedLetters = (t: string) => /(?<![a-z])(?:[a-z][ .\-_*]){5}/.test(t);
 
-/** Letter-by-letter runs joined: single separators dropped, wider gaps become one space. */
+/** Letter-by-letter runs joined: the run's most common separator is dropped, any other becomes one space. */
 export function despace(v: View): View {
   const drop = new Uint8Array(v.text.length);
   const space = new Uint8Array(v.text.length);
   SPACED.lastIndex = 0;
   for (let m = SPACED.exec(v.text); m; m = SPACED.exec(v.text)) {
-    const s = m[0];
-    for (let k = 0; k < s.length; k++) {
-      if (isLetter(s[k])) continue;
-      const prevSep = k > 0 && !isLetter(s[k - 1]);
-      if (prevSep) drop[m.index + k] = 1;
-      else {
-        const nextSep = !isLetter(s[k + 1]);
-        if (nextSep) space[m.index + k] = 1;
-        else drop[m.index + k] = 1;
+    const seps: Array<[number, string]> = [];
+    const run = m[0];
+    for (let k = 0; k < run.length; ) {
+      if (isLetter(run[k])) {
+        k++;
+        continue;
+      }
+      let e = k;
+      while (e < run.length && !isLetter(run[e])) e++;
+      seps.push([m.index + k, run.slice(k, e)]);
+      k = e;
+    }
+    const counts = new Map<string, number>();
+    for (const [, sep] of seps) counts.set(sep, (counts.get(sep) ?? 0) + 1);
+    const common = [...counts].sort((a, b) => b[1] - a[1])[0]?.[0];
+    for (const [at, sep] of seps) {
+      for (let k = 0; k < sep.length; k++) {
+        if (sep === common || k > 0) drop[at + k] = 1;
+        else space[at + k] = 1;
       }
     }
   }

@@ -15,6 +15,8 @@ export interface Finding {
   score: number;
   /** Index of the custom pattern that matched (`pii.custom`). */
   pattern?: number;
+  /** The detector behind an output classifier finding (`pii.email`, `profanity`, ...). */
+  kind?: string;
 }
 
 export interface ScanResult {
