@@ -13,6 +13,11 @@ import { DEFAULT_CAPS, walkStrings, type WalkCaps } from './walk.js';
 
 /** Findings per scan beyond which the scan stops (the first are enough to decide and to show). */
 export const MAX_FINDINGS = 100;
+/**
+ * Characters per scan that custom patterns read: an admitted pattern may still try up to
+ * MAX_AMBIGUITY paths per position (regex-safety.ts), so they read less than the built-in kinds.
+ */
+export const CUSTOM_PATTERN_CHARS = 64 * 1024;
 
 interface Kind {
   code: string;
@@ -259,8 +264,11 @@ export interface PiiDetectorOptions {
 export interface PiiDetector {
   /** Scans `value` (string or JSON) whose field is named `root` (`input` or `output`). */
   scan(value: unknown, root: string): ScanResult;
-  /** Scans one string at `path`, appending to `out`; answers false once MAX_FINDINGS is reached. */
-  scanText(text: string, path: string, out: Finding[]): boolean;
+  /**
+   * Scans one string at `path`, appending to `out`; answers false once MAX_FINDINGS is reached.
+   * `budget.custom` counts down the characters custom patterns may still read in this scan.
+   */
+  scanText(text: string, path: string, out: Finding[], budget?: { custom: number }): boolean;
 }
 
 /** Compiles a detector for the chosen kinds and custom patterns (once per policy version). */
@@ -269,7 +277,7 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
   const custom = (options.patterns ?? []).map((p) => new RegExp(p, 'g'));
   const caps = options.caps ?? DEFAULT_CAPS;
 
-  const scanText = (text: string, path: string, out: Finding[]): boolean => {
+  const scanText = (text: string, path: string, out: Finding[], budget = { custom: CUSTOM_PATTERN_CHARS }): boolean => {
     for (const k of kinds) {
       if (k.pre && !k.pre(text)) continue;
       const re = k.re;
@@ -285,10 +293,13 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
         }
       }
     }
+    if (custom.length === 0 || budget.custom <= 0) return true;
+    const slice = text.length > budget.custom ? text.slice(0, budget.custom) : text;
+    budget.custom -= slice.length;
     for (let i = 0; i < custom.length; i++) {
       const re = custom[i];
       re.lastIndex = 0;
-      for (let m = re.exec(text); m; m = re.exec(text)) {
+      for (let m = re.exec(slice); m; m = re.exec(slice)) {
         if (m[0].length === 0) re.lastIndex++;
         else out.push({ code: 'pii.custom', path, start: m.index, end: m.index + m[0].length, score: 1, pattern: i });
         if (out.length >= MAX_FINDINGS) return false;
@@ -301,11 +312,14 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
     scanText,
     scan(value, root) {
       const findings: Finding[] = [];
+      const budget = { custom: CUSTOM_PATTERN_CHARS };
       let full = true;
+      let customCut = false;
       const { truncated } = walkStrings(value, root, (text, path) => {
-        if (full) full = scanText(text, path, findings);
+        if (custom.length > 0 && text.length > budget.custom) customCut = true;
+        if (full) full = scanText(text, path, findings, budget);
       }, caps);
-      return { findings, truncated: truncated || !full };
+      return { findings, truncated: truncated || !full || customCut };
     },
   };
 }
