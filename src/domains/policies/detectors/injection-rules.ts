@@ -13,6 +13,8 @@ export interface Rule {
   re: RegExp;
   /** When true, a match whose text names the writer (`my`, `our`, `i gave`) is a self-correction, weighted 0.25. */
   selfAware?: boolean;
+  /** Substrings one of which the folded text must contain, when the gate derived from the source is too weak. */
+  needs?: string[];
 }
 
 const G = (n: number) => `[^.!?\\n]{0,${n}}?`;
@@ -26,7 +28,7 @@ const REVEAL =
 const HIDDEN = '(?:system|initial|original|hidden|secret|internal|underlying|pre-?prompt|meta|developer|confidential|preceding|base|full|exact)';
 const LIMITS = '(?:restrictions|limitations|limits|guidelines|filters|rules|policies|censorship|constraints|boundaries|principles|morals|ethics|safeguards|guardrails)';
 
-const r = (code: string, weight: number, source: string, selfAware = false): Rule => ({ code, weight, re: new RegExp(source, 'g'), selfAware });
+const r = (code: string, weight: number, source: string, selfAware = false, needs?: string[]): Rule => ({ code, weight, re: new RegExp(source, 'g'), selfAware, needs });
 const O = 'injection.instruction_override';
 const X = 'injection.prompt_extraction';
 const P = 'injection.role_play';
@@ -76,12 +78,12 @@ export const RULES: Rule[] = [
   r(S, 0.3, `\\b(?:without|with no) (?:any )?(?:warnings?|disclaimers?|caveats|moraliz\\w*|lectures?)\\b`),
   r(S, 0.4, `\\b(?:for educational purposes only|purely hypothetically|it'?s (?:just )?for a (?:novel|story|movie))\\b${G(80)}\\b(?:how to|step[- ]by[- ]step|instructions for|explain how)\\b`),
   // --- fake delimiters and dialogue
-  r(D, 0.85, `<\\|(?:im_start|im_end|system|endoftext|start_header_id|end_header_id|eot_id|assistant|user)\\|>`),
-  r(D, 0.6, `\\[/?(?:inst|sys|system)\\]|<</?sys>>|</?(?:system|sys|instructions?|admin)>`),
-  r(D, 0.6, `(?:-{3,}|={3,}|#{3,}|\\*{3,}|_{3,}|\\]\\]|\\}\\})\\s{0,3}(?:end|begin|start|new)\\b${G(30)}\\b(?:system|instructions?|prompt|input|context|conversation|session|admin|developer|user)`),
-  r(D, 0.55, `(?:^|\\n)\\s{0,8}(?:#{1,6}\\s{0,3}|\\*\\*|\\[|<)?\\s{0,3}(?:system|admin|developer|root)\\s{0,3}(?:message|prompt|note|instruction|override|update)?\\s{0,3}(?:\\]|>|\\*\\*)?\\s{0,3}:${G(60)}\\b(?:you|ignore|new|must|assistant|ai|model|disregard|override)\\b`),
-  r(D, 0.35, `"role"\\s{0,3}:\\s{0,3}"(?:system|developer)"`),
-  r(D, 0.55, `(?:^|\\n)\\s{0,4}(?:assistant|ai|system|chatgpt|bot)\\s{0,2}:\\s{0,3}(?:sure|ok|okay|certainly|of course|understood|absolutely)[,.!]`),
+  r(D, 0.85, `<\\|(?:im_start|im_end|system|endoftext|start_header_id|end_header_id|eot_id|assistant|user)\\|>`, false, ['<|']),
+  r(D, 0.6, `\\[/?(?:inst|sys|system)\\]|<</?sys>>|</?(?:system|sys|instructions?|admin)>`, false, ['inst]', 'sys]', 'system]', 'sys>', 'system>', 'instruction>', 'instructions>', 'admin>']),
+  r(D, 0.6, `(?:-{3,}|={3,}|#{3,}|\\*{3,}|_{3,}|\\]\\]|\\}\\})\\s{0,3}(?:end|begin|start|new)\\b${G(30)}\\b(?:system|instructions?|prompt|input|context|conversation|session|admin|developer|user)`, false, ['---', '===', '###', '***', '___', ']]', '}}']),
+  r(D, 0.55, `(?:^|\\n)\\s{0,8}(?:#{1,6}\\s{0,3}|\\*\\*|\\[|<)?\\s{0,3}(?:system|admin|developer|root)\\s{0,3}(?:message|prompt|note|instruction|override|update)?\\s{0,3}(?:\\]|>|\\*\\*)?\\s{0,3}:${G(60)}\\b(?:you|ignore|new|must|assistant|ai|model|disregard|override)\\b`, false, ['system', 'admin', 'developer', 'root']),
+  r(D, 0.35, `"role"\\s{0,3}:\\s{0,3}"(?:system|developer)"`, false, ['"role"']),
+  r(D, 0.55, `(?:^|\\n)\\s{0,4}(?:assistant|ai|system|chatgpt|bot)\\s{0,2}:\\s{0,3}(?:sure|ok|okay|certainly|of course|understood|absolutely)[,.!]`, false, ['assistant', 'ai', 'system', 'chatgpt', 'bot']),
   r(D, 0.6, `\\b(?:end of|end)\\s(?:the\\s)?(?:user\\s|untrusted\\s)?(?:input|document|context|data)\\b${G(40)}\\b(?:new|now|system|ignore|instructions?)\\b`),
   // --- indirect injection aimed at an assistant reading content
   r(I, 0.7, `\\b(?:note|message|instructions?|attention|important|notice)\\s(?:to|for)\\s(?:the\\s|any\\s|all\\s)?(?:ai|llm|language model|assistant|chatbot|agent|bot|gpt|claude|model)s?\\b`),
@@ -91,9 +93,9 @@ export const RULES: Rule[] = [
   r(I, 0.7, `\\b(?:ai|llm)(?: [a-z]{1,15})? (?:assistants?|agents?|models?|systems?|tools?) (?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|reviewing) this\\b`),
   r(I, 0.55, `\\bwhen (?:summari[sz]ing|processing|reading|you read|you summari[sz]e|you process|asked about) this\\b${G(60)}\\b(?:say|include|tell|add|recommend|state|output|ignore|mention|append|insert)\\b`),
   // --- exfiltration through links or tools
-  r(E, 0.75, `!\\[[^\\]\\n]{0,100}\\]\\(https?:\\/\\/[^)\\s]{1,300}[?&][^)\\s]{0,300}(?:\\{|\\$|%7b|\\[|<|(?:data|q|c|chat|history|conversation|secret|key|token|password|prompt)=)`),
+  r(E, 0.75, `!\\[[^\\]\\n]{0,100}\\]\\(https?:\\/\\/[^)\\s]{1,300}[?&][^)\\s]{0,300}(?:\\{|\\$|%7b|\\[|<|(?:data|q|c|chat|history|conversation|secret|key|token|password|prompt)=)`, false, ['![', 'http']),
   r(E, 0.55, `\\b(?:send|post|upload|forward|transmit|exfiltrate|leak|submit|append)\\b${G(40)}\\b(?:conversation|chat history|history|context|system prompt|api keys?|credentials|passwords?|secrets|tokens|personal data|user data|all (?:the )?data)\\b${G(40)}\\b(?:to|at|via|into)\\b${G(15)}(?:https?:\\/\\/|www\\.|[\\w.-]+@[\\w-]+\\.|webhook|server|endpoint|url|the following address)`),
-  r(E, 0.55, `https?:\\/\\/[^\\s)]{1,200}[?&][a-z_]{1,20}=(?=\\s|$|\\)|<|\\{|\\[)`),
+  r(E, 0.55, `https?:\\/\\/[^\\s)]{1,200}[?&][a-z_]{1,20}=(?=\\s|$|\\)|<|\\{|\\[)`, false, ['http']),
   // --- encoding instructions
   r(C, 0.7, `\\b(?:decode|decipher|base64|b64|rot-?13|hex|reverse)\\b${G(60)}\\b(?:follow|execute|obey|run|do what|carry out|act on|comply|perform)\\b`),
   // --- French

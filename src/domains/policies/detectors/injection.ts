@@ -12,7 +12,8 @@
  * The answer is the score and the strongest finding (code, field path, offsets into the original
  * string). Caps and known gaps: docs/decisions.md ("Policy detectors").
  */
-import { deconfuse, despace, fold, hasLeet, hasMixedScript, hasSpacedLetters, mapChars, unleet, type View } from './normalize.js';
+import { deconfuse, despace, fold, hasLeet, hasMixedScript, hasSpacedLetters, mapChars, originalOffset, unleet, type View } from './normalize.js';
+import { GateIndex, gateOf } from './rule-gate.js';
 import { META, QUOTED, RULES, type Rule } from './injection-rules.js';
 import type { Finding } from './types.js';
 import { walkStrings, type WalkCaps } from './walk.js';
@@ -25,7 +26,13 @@ export const RECOMMENDED_THRESHOLD = 0.5;
 const MAX_DECODED_SEGMENTS = 8;
 const MAX_SEGMENT_CHARS = 8 * 1024;
 
-const LEET_RULES: Rule[] = RULES.map((r) => ({ ...r, re: new RegExp(r.re.source.replace(/l/g, 'i'), 'g') }));
+interface Cues {
+  rules: Rule[];
+  index: GateIndex;
+}
+const cues = (rules: Rule[]): Cues => ({ rules, index: new GateIndex(rules.map((r) => (r.needs ? { words: [], stems: r.needs } : gateOf(r.re.source)))) });
+const CUES = cues(RULES);
+const LEET_CUES = cues(RULES.map((r) => ({ ...r, re: new RegExp(r.re.source.replace(/l/g, 'i'), 'g'), needs: r.needs?.map((n) => n.replace(/l/g, 'i')) })));
 
 export interface InjectionResult {
   /** 0..1; compare with the policy's threshold. */
@@ -55,11 +62,13 @@ function quotedRanges(text: string): Array<[number, number]> {
 
 const SELF = /\b(?:my|our|i|we)\b/;
 
-function runRules(view: View, rules: Rule[], tag: string, hits: Hit[], seen: Set<string>, quotes: Array<[number, number]>, asCode?: string): void {
+function runRules(view: View, cueSet: Cues, tag: string, hits: Hit[], seen: Set<string>, quotes: () => Array<[number, number]>, asCode?: string): void {
   const t = view.text;
+  const open = cueSet.index.open(t, view.map === null);
+  const rules = cueSet.rules;
   for (let k = 0; k < rules.length; k++) {
     const rule = rules[k];
-    if (seen.has(`r${k}`)) continue;
+    if (!open[k] || seen.has(`r${k}`)) continue;
     rule.re.lastIndex = 0;
     const m = rule.re.exec(t);
     if (!m) continue;
@@ -70,15 +79,31 @@ function runRules(view: View, rules: Rule[], tag: string, hits: Hit[], seen: Set
     else if (rule.re.exec(t)) weight = 1 - (1 - weight) ** 2;
     const s = m.index;
     const e = m.index + m[0].length;
-    const start = view.map[s] ?? 0;
-    const end = (view.map[e - 1] ?? start) + 1;
-    const quoted = quotes.some(([a, b]) => s >= a && e <= b);
+    const start = originalOffset(view, s);
+    const end = originalOffset(view, e - 1) + 1;
+    const quoted = quotes().some(([a, b]) => s >= a && e <= b);
     hits.push({ code: asCode ?? rule.code, weight: asCode ? Math.max(weight, 0.8) : weight, start, end, key: `${tag}${k}`, quoted });
   }
 }
 
-const B64 = /[A-Za-z0-9+/_-]{24,}={0,2}/g;
-const HEX = /(?:[0-9a-fA-F]{2}[ :]?){16,}/g;
+/** Runs of base64 (or base64url) characters of at least 24, found by one loop over the string. */
+function encodedRuns(src: string): Array<[number, number]> {
+  const runs: Array<[number, number]> = [];
+  let start = -1;
+  for (let i = 0; i <= src.length; i++) {
+    const c = i < src.length ? src.charCodeAt(i) : 32;
+    const b64 = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47 || c === 45 || c === 95;
+    if (b64) {
+      if (start < 0) start = i;
+    } else if (start >= 0) {
+      let end = i;
+      while (end < src.length && end - i < 2 && src.charCodeAt(end) === 61) end++; // '=' padding
+      if (end - start >= 24) runs.push([start, end]);
+      start = -1;
+    }
+  }
+  return runs;
+}
 
 function printable(s: string): boolean {
   if (s.length < 8) return false;
@@ -95,21 +120,23 @@ function analyse(src: string, depth = 0): { score: number; hits: Hit[] } {
   const f = fold(src);
   const hits: Hit[] = [];
   const seen = new Set<string>();
-  const quotes = quotedRanges(f.text);
-  runRules(f, RULES, 'r', hits, seen, quotes);
+  let memo: Array<[number, number]> | null = null;
+  const quotes = () => (memo ??= quotedRanges(f.text));
+  const none = () => [];
+  runRules(f, CUES, 'r', hits, seen, quotes);
   const plain = hits.length;
 
   // Derived views: only when the text shows the trick; a cue found only there is an encoding trick.
   if (hasMixedScript(f.text)) {
-    runRules(deconfuse(f), RULES, 'h', hits, seen, quotes, 'injection.encoding');
+    runRules(deconfuse(f), CUES, 'h', hits, seen, quotes, 'injection.encoding');
     hits.push({ code: 'injection.encoding', weight: 0.3, start: 0, end: 0, key: 'mixed', quoted: false });
   }
-  if (hasLeet(f.text)) runRules(unleet(f), LEET_RULES, 'l', hits, seen, [], 'injection.encoding');
-  if (hasSpacedLetters(f.text)) runRules(despace(f), RULES, 's', hits, seen, [], 'injection.encoding');
-  if (/\brot-?13\b/.test(f.text)) runRules(mapChars(f, rot13), RULES, 'o', hits, seen, [], 'injection.encoding');
+  if (hasLeet(f.text)) runRules(unleet(f), LEET_CUES, 'l', hits, seen, none, 'injection.encoding');
+  if (hasSpacedLetters(f.text)) runRules(despace(f), CUES, 's', hits, seen, none, 'injection.encoding');
+  if (/\brot-?13\b/.test(f.text)) runRules(mapChars(f, rot13), CUES, 'o', hits, seen, none, 'injection.encoding');
   if (/\b(?:reverse|backwards?|reversed|right to left)\b/.test(f.text)) {
-    const rev = { text: [...f.text].reverse().join(''), map: Int32Array.from(f.map).reverse() };
-    runRules(rev, RULES, 'v', hits, seen, [], 'injection.encoding');
+    const rev = { text: f.text.split('').reverse().join(''), map: Int32Array.from({ length: f.text.length }, (_, i) => originalOffset(f, i)).reverse() };
+    runRules(rev, CUES, 'v', hits, seen, none, 'injection.encoding');
   }
   if (f.invisibles > 0) {
     // Invisible characters inside a cue: hiding it from keyword filters is the point.
@@ -123,20 +150,19 @@ function analyse(src: string, depth = 0): { score: number; hits: Hit[] } {
 
   if (depth === 0) {
     let decoded = 0;
-    for (const re of [B64, HEX]) {
-      re.lastIndex = 0;
-      for (let m = re.exec(src); m && decoded < MAX_DECODED_SEGMENTS; m = re.exec(src)) {
-        const seg = m[0].slice(0, MAX_SEGMENT_CHARS);
-        if (re === B64 && !(/[A-Z]/.test(seg) && /[a-z]/.test(seg))) continue;
-        const text = re === B64 ? Buffer.from(seg, 'base64').toString('utf8') : Buffer.from(seg.replace(/[ :]/g, ''), 'hex').toString('utf8');
-        if (!printable(text)) continue;
-        decoded++;
-        const inner = analyse(text, 1);
-        if (inner.score >= 0.3) {
-          hits.push({ code: 'injection.encoding', weight: Math.max(0.85, inner.score), start: m.index, end: m.index + m[0].length, key: `b${m.index}`, quoted: false });
-        } else if (/[a-z]{3,} [a-z]{3,}/i.test(text)) {
-          hits.push({ code: 'injection.encoding', weight: 0.25, start: m.index, end: m.index + m[0].length, key: `t${m.index}`, quoted: false });
-        }
+    for (const [a, b] of encodedRuns(src)) {
+      if (decoded >= MAX_DECODED_SEGMENTS) break;
+      const seg = src.slice(a, Math.min(b, a + MAX_SEGMENT_CHARS));
+      const hex = /^(?:[0-9a-fA-F]{2}){16,}$/.test(seg);
+      if (!hex && !(/[A-Z]/.test(seg) && /[a-z]/.test(seg))) continue;
+      const text = hex ? Buffer.from(seg, 'hex').toString('utf8') : Buffer.from(seg, 'base64').toString('utf8');
+      if (!printable(text)) continue;
+      decoded++;
+      const inner = analyse(text, 1);
+      if (inner.score >= 0.3) {
+        hits.push({ code: 'injection.encoding', weight: Math.max(0.85, inner.score), start: a, end: b, key: `b${a}`, quoted: false });
+      } else if (/[a-z]{3,} [a-z]{3,}/i.test(text)) {
+        hits.push({ code: 'injection.encoding', weight: 0.25, start: a, end: b, key: `t${a}`, quoted: false });
       }
     }
   }
@@ -163,14 +189,40 @@ export function scoreText(text: string, path = 'input'): InjectionResult {
   return { score, top: findings[0] ?? null, findings, truncated: false };
 }
 
-/** Scans `input` or `output` (string or JSON): the highest-scoring field decides. */
+/**
+ * Scans `input` or `output` (string or JSON). The string fields are joined with blank lines and
+ * scored as one text (one pass instead of one per field; no cue crosses a line break, so none spans
+ * two fields, but cues in different fields add up); each finding is then mapped back to its field's
+ * path and offsets.
+ */
 export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJECTION_CAPS): InjectionResult {
-  let best: InjectionResult = { score: 0, top: null, findings: [], truncated: false };
-  const all: Finding[] = [];
+  const parts: string[] = [];
+  const paths: string[] = [];
+  const starts: number[] = [];
+  let at = 0;
   const { truncated } = walkStrings(value, root, (text, path) => {
-    const r = scoreText(text, path);
-    all.push(...r.findings);
-    if (r.score > best.score) best = r;
+    parts.push(text);
+    paths.push(path);
+    starts.push(at);
+    at += text.length + 2;
   }, caps);
-  return { score: best.score, top: best.top, findings: all.sort((a, b) => b.score - a.score).slice(0, 100), truncated };
+  if (parts.length === 0) return { score: 0, top: null, findings: [], truncated };
+  const { score, hits } = analyse(parts.join('\n\n'));
+  const findings = hits
+    .slice()
+    .sort((a, b) => b.weight - a.weight)
+    .slice(0, 100)
+    .map((h) => {
+      let lo = 0;
+      let hi = starts.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (starts[mid] <= h.start) lo = mid;
+        else hi = mid - 1;
+      }
+      const base = starts[lo];
+      const len = parts[lo].length;
+      return { code: h.code, path: paths[lo], start: Math.min(h.start - base, len), end: Math.min(h.end - base, len), score: Math.round(h.weight * 1000) / 1000 };
+    });
+  return { score, top: findings[0] ?? null, findings, truncated };
 }

@@ -8,8 +8,8 @@
 
 export interface View {
   text: string;
-  /** Original offset of each character of `text`. */
-  map: Int32Array;
+  /** Original offset of each character of `text`; null when it is the identity (ASCII input). */
+  map: Int32Array | null;
 }
 
 export interface Folded extends View {
@@ -38,9 +38,7 @@ function foldCodePoint(cp: number): string {
 export function fold(src: string): Folded {
   // eslint-disable-next-line no-control-regex
   if (!/[^\x00-\x7f]/.test(src)) {
-    const map = new Int32Array(src.length);
-    for (let i = 0; i < map.length; i++) map[i] = i;
-    return { text: src.toLowerCase(), map, invisibles: 0, tags: '' };
+    return { text: src.toLowerCase(), map: null, invisibles: 0, tags: '' };
   }
   const out: string[] = [];
   const map: number[] = [];
@@ -66,6 +64,9 @@ export function fold(src: string): Folded {
   return { text: out.join(''), map: Int32Array.from(map), invisibles, tags };
 }
 
+/** The original offset of the view's character `i`. */
+export const originalOffset = (view: View, i: number): number => (view.map ? (view.map[i] ?? view.map[view.map.length - 1] ?? 0) : i);
+
 /** A view with characters replaced one for one (same length, same map). */
 export function mapChars(view: View, replace: (ch: string, i: number, text: string) => string): View {
   const t = view.text;
@@ -80,7 +81,7 @@ export function filterChars(view: View, keep: (i: number) => string | null): Vie
   const map: number[] = [];
   for (let i = 0; i < view.text.length; i++) {
     const c = keep(i);
-    if (c !== null) (out.push(c), map.push(view.map[i]));
+    if (c !== null) (out.push(c), map.push(view.map ? view.map[i] : i));
   }
   return { text: out.join(''), map: Int32Array.from(map) };
 }
@@ -100,7 +101,7 @@ const LEET: Record<string, string> = { '0': 'o', '1': 'i', '3': 'e', '4': 'a', '
 const isLetter = (c: string | undefined) => c !== undefined && c >= 'a' && c <= 'z';
 
 /** Whether the text has digits or symbols standing for letters inside words. */
-export const hasLeet = (t: string) => /[a-z][013457@$!|][a-z]|(?<![a-z0-9])[013457@$][a-z]{2}|[a-z]{2}[013457$](?![a-z0-9])/.test(t);
+export const hasLeet = (t: string) => /[a-z][013457@$!|][a-z]|(?:^|[ \n])[013457@$][a-z]{2}|[a-z]{2}[013457$](?:$|[ \n,.!?])/.test(t);
 
 /** Leet digits and symbols next to a letter read as letters; `l` reads as `i` (rules are matched with the same substitution). */
 export const unleet = (v: View): View =>
@@ -109,7 +110,7 @@ export const unleet = (v: View): View =>
 const SPACED = /(?<![a-z])(?:[a-z](?:[ .\-_*+]| {2,}| ?\/ ?)){4,}[a-z](?![a-z])/g;
 
 /** Whether the text spells words letter by letter (`i g n o r e`). */
-export const hasSpacedLetters = (t: string) => /(?<![a-z])(?:[a-z][ .\-_*]){5}/.test(t);
+export const hasSpacedLetters = (t: string) => /\b[a-z][ .\-_*][a-z][ .\-_*][a-z][ .\-_*][a-z][ .\-_*][a-z]\b/.test(t);
 
 /** Letter-by-letter runs joined: the run's most common separator is dropped, any other becomes one space. */
 export function despace(v: View): View {
