@@ -100,8 +100,12 @@ export const deconfuse = (v: View): View => mapChars(v, (c) => HOMOGLYPHS[c] ?? 
 const LEET: Record<string, string> = { '0': 'o', '1': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '@': 'a', $: 's', '!': 'i', '|': 'i' };
 const isLetter = (c: string | undefined) => c !== undefined && c >= 'a' && c <= 'z';
 
-/** Whether the text has digits or symbols standing for letters inside words. */
-export const hasLeet = (t: string) => /[a-z][013457@$!|][a-z]|(?:^|[ \n])[013457@$][a-z]{2}|[a-z]{2}[013457$](?:$|[ \n,.!?])/.test(t);
+/**
+ * Whether some word has digits standing for letters (`1gn0r3`, `pr3v10us`). A word made only of
+ * hexadecimal characters (ids, hashes) does not count, and neither do `@` and `$` alone (addresses,
+ * prices): they would build the leet view for most payloads.
+ */
+export const hasLeet = (t: string) => /\b(?=[a-z0-9]*[g-z])(?:[a-z0-9]*[a-z][013457][a-z]|[013457][a-z]{2}|[a-z0-9]*[a-z]{2}[013457]\b)/.test(t);
 
 /** Leet digits and symbols next to a letter read as letters; `l` reads as `i` (rules are matched with the same substitution). */
 export const unleet = (v: View): View =>

@@ -11,7 +11,7 @@
  * blockOn is the caller's rule: `blocking(result, blockOn)` answers the findings that block.
  */
 import type { OutputCategory } from '../rules.js';
-import { RECOMMENDED_THRESHOLD, scoreText } from './injection.js';
+import { RECOMMENDED_THRESHOLD, scanInjection } from './injection.js';
 import { compilePiiDetector, MAX_FINDINGS } from './pii.js';
 import type { Finding, ScanResult } from './types.js';
 import { DEFAULT_CAPS, walkStrings, type WalkCaps } from './walk.js';
@@ -115,11 +115,11 @@ export function compileOutputClassifier(categories: readonly OutputCategory[], c
           if (lines.length >= 2) add('code', { path, start: lines[0].index, end: lines[lines.length - 1].index + lines[lines.length - 1][0].length, score: lines.length >= 3 ? 0.8 : 0.6, kind: 'lines' });
         }
       }
-      if (want.has('injection')) {
-        const r = scoreText(text, path);
-        if (r.top && r.score >= RECOMMENDED_THRESHOLD) add('injection', { path, start: r.top.start, end: r.top.end, score: r.score, kind: r.top.code });
-      }
     }, caps);
+    if (want.has('injection')) {
+      const r = scanInjection(value, root);
+      if (r.top && r.score >= RECOMMENDED_THRESHOLD) add('injection', { path: r.top.path, start: r.top.start, end: r.top.end, score: r.score, kind: r.top.code });
+    }
     const found = new Set(findings.map((f) => f.code.slice('output.'.length) as OutputCategory));
     return { findings, categories: categories.filter((c) => found.has(c)), truncated: truncated || findings.length >= MAX_FINDINGS };
   };
