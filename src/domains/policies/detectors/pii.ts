@@ -1,0 +1,325 @@
+/**
+ * PII and credential detectors for data_restriction (and the output classifier's pii and secrets
+ * categories). Each kind is one linear regular expression (bounded quantifiers, no nested ones)
+ * plus a validator where the format has one: Luhn and issuer prefixes for cards, area/group/serial
+ * ranges for SSNs, the country length and mod-97 checksum for IBANs, ipaddr.js for IPv6, a decodable
+ * JSON header for JWTs, entropy for keyword-anchored generic secrets. What each does not catch is in
+ * docs/decisions.md ("Policy detectors").
+ */
+import ipaddr from 'ipaddr.js';
+import type { PiiKind } from '../rules.js';
+import type { Finding, ScanResult } from './types.js';
+import { DEFAULT_CAPS, walkStrings, type WalkCaps } from './walk.js';
+
+/** Findings per scan beyond which the scan stops (the first are enough to decide and to show). */
+export const MAX_FINDINGS = 100;
+/**
+ * Characters per scan that custom patterns read: an admitted pattern may still try up to
+ * MAX_AMBIGUITY paths per position (regex-safety.ts), so they read less than the built-in kinds.
+ */
+export const CUSTOM_PATTERN_CHARS = 64 * 1024;
+
+interface Kind {
+  code: string;
+  re: RegExp;
+  /** Cheap test on the whole string before running `re`. */
+  pre?: (text: string) => boolean;
+  /** Score of a candidate match, 0 to drop it. `m[1]`, when the regex has a group, locates the secret. */
+  score: (m: RegExpExecArray) => number;
+}
+
+const hasDigit = (t: string) => /\d/.test(t);
+
+export function luhn(digits: string): boolean {
+  let sum = 0;
+  let double = false;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    let d = digits.charCodeAt(i) - 48;
+    if (double) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
+    sum += d;
+    double = !double;
+  }
+  return sum % 10 === 0;
+}
+
+/** Issuer prefixes (IIN ranges) of the networks that issue most cards, with their lengths. */
+function cardNetwork(d: string): boolean {
+  const n = d.length;
+  const p2 = +d.slice(0, 2);
+  const p3 = +d.slice(0, 3);
+  const p4 = +d.slice(0, 4);
+  const p6 = +d.slice(0, 6);
+  if (d[0] === '4') return n === 13 || n === 16 || n === 19; // Visa
+  if ((p2 >= 51 && p2 <= 55) || (p4 >= 2221 && p4 <= 2720)) return n === 16; // Mastercard
+  if (p2 === 34 || p2 === 37) return n === 15; // American Express
+  if (p4 === 6011 || p2 === 65 || (p3 >= 644 && p3 <= 649) || (p6 >= 622126 && p6 <= 622925)) return n >= 16 && n <= 19; // Discover
+  if (p4 >= 3528 && p4 <= 3589) return n >= 16 && n <= 19; // JCB
+  if (p2 === 36 || p2 === 38 || p2 === 39 || (p3 >= 300 && p3 <= 305) || p2 === 30) return n >= 14 && n <= 19; // Diners
+  if (p2 === 62) return n >= 16 && n <= 19; // UnionPay
+  if (p2 === 50 || (p2 >= 56 && p2 <= 69)) return n >= 12 && n <= 19; // Maestro
+  return false;
+}
+
+/** Valid US SSN ranges: area 001-899 except 666, group 01-99, serial 0001-9999; two advertised numbers excluded. */
+export function validSsn(area: string, group: string, serial: string): boolean {
+  const a = +area;
+  if (a === 0 || a === 666 || a >= 900) return false;
+  if (+group === 0 || +serial === 0) return false;
+  const whole = area + group + serial;
+  return whole !== '078051120' && whole !== '219099999';
+}
+
+const IBAN_LENGTHS: Record<string, number> = Object.fromEntries(
+  ('AD24 AE23 AL28 AT20 AZ28 BA20 BE16 BG22 BH22 BR29 BY28 CH21 CR22 CY28 CZ24 DE22 DK18 DO28 EE20 EG29 ES24 FI18 FO18 FR27 ' +
+    'GB22 GE22 GI23 GL18 GR27 GT28 HR21 HU28 IE22 IL23 IQ23 IS26 IT27 JO30 KW30 KZ20 LB28 LC32 LI21 LT20 LU20 LV21 MC27 MD24 ' +
+    'ME22 MK19 MR27 MT31 MU30 NL18 NO15 PK24 PL28 PS29 PT25 QA29 RO24 RS22 SA24 SC31 SE24 SI19 SK24 SM27 ST25 SV28 TL23 TN24 ' +
+    'TR26 UA29 VA22 VG24 XK20')
+    .split(' ')
+    .map((e) => [e.slice(0, 2), +e.slice(2)]),
+);
+
+/** IBAN check: known country, its length, and the ISO 7064 mod-97 remainder 1. */
+export function validIban(raw: string): boolean {
+  const s = raw.replace(/ /g, '').toUpperCase();
+  if (IBAN_LENGTHS[s.slice(0, 2)] !== s.length) return false;
+  const r = s.slice(4) + s.slice(0, 4);
+  let rem = 0;
+  for (let i = 0; i < r.length; i++) {
+    const c = r.charCodeAt(i);
+    const v = c >= 65 ? c - 55 : c - 48;
+    if (v < 0 || v > 35) return false;
+    rem = v > 9 ? (rem * 100 + v) % 97 : (rem * 10 + v) % 97;
+  }
+  return rem === 1;
+}
+
+/** Shannon entropy in bits per character. */
+export function entropy(s: string): number {
+  const counts = new Map<string, number>();
+  for (const c of s) counts.set(c, (counts.get(c) ?? 0) + 1);
+  let h = 0;
+  for (const n of counts.values()) {
+    const p = n / s.length;
+    h -= p * Math.log2(p);
+  }
+  return h;
+}
+
+function jwtHeaderOk(token: string): boolean {
+  try {
+    const header = JSON.parse(Buffer.from(token.slice(0, token.indexOf('.')), 'base64url').toString('utf8'));
+    return header !== null && typeof header === 'object' && typeof header.alg === 'string';
+  } catch {
+    return false;
+  }
+}
+
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+
+// Provider prefixes: OpenAI, Anthropic, AWS access key ids, GitHub, GitLab, Slack, Google, Stripe,
+// npm, Hugging Face, SendGrid, this service's own keys (svc_<env>_), PEM private keys.
+const PROVIDER_KEY = new RegExp(
+  [
+    'sk-ant-(?:api|admin)\\d{2}-[A-Za-z0-9_-]{20,200}',
+    'sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,200}',
+    '(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}',
+    'gh[pousr]_[A-Za-z0-9]{36,251}',
+    'github_pat_[A-Za-z0-9_]{22,251}',
+    'glpat-[A-Za-z0-9_-]{20,50}',
+    'xox[abposre]-[A-Za-z0-9-]{10,250}',
+    'AIza[0-9A-Za-z_-]{35}',
+    '(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,247}',
+    'npm_[A-Za-z0-9]{36}',
+    'hf_[A-Za-z]{34}',
+    'SG\\.[A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43}',
+    'svc_(?:prod|stg|dev)_[0-9A-Za-z_-]{32,200}',
+    '-----BEGIN (?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?-----',
+  ]
+    .map((p) => `(?:${p})`)
+    .join('|'),
+);
+
+const KINDS: Record<PiiKind, Kind[]> = {
+  email: [
+    {
+      code: 'pii.email',
+      pre: (t) => t.includes('@'),
+      re: /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,8}[A-Za-z]{2,24}(?![\w-])/g,
+      score: () => 0.95,
+    },
+  ],
+  phone: [
+    {
+      // International form: + country code, 8-15 digits in all (E.164), separators allowed.
+      code: 'pii.phone',
+      pre: (t) => t.includes('+'),
+      re: /(?<![\w+])\+\d{1,3}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]?\d{1,5}){2,6}(?![\d])/g,
+      score: (m) => {
+        const n = m[0].replace(/\D/g, '').length;
+        return n >= 8 && n <= 15 ? 0.85 : 0;
+      },
+    },
+    {
+      // North American form with separators: (212) 555-0142, 212-555-0142, 212.555.0142.
+      code: 'pii.phone',
+      pre: hasDigit,
+      re: /(?<![\w+.-])(?:\([2-9]\d{2}\) ?|[2-9]\d{2}[-. ])[2-9]\d{2}[-. ]\d{4}(?![\w-]|\.\d)/g,
+      score: () => 0.75,
+    },
+    {
+      // National forms starting with a trunk 0 and grouped digits: 06 12 34 56 78, 030 1234 5678, 07700 900123.
+      code: 'pii.phone',
+      pre: hasDigit,
+      re: /(?<![\w+.-])0\d{1,4}(?:[ .-]\d{2,4}){2,4}(?![\w-]|\.\d)/g,
+      score: (m) => {
+        const n = m[0].replace(/\D/g, '').length;
+        return n >= 10 && n <= 11 ? 0.6 : 0;
+      },
+    },
+  ],
+  credit_card: [
+    {
+      code: 'pii.credit_card',
+      pre: hasDigit,
+      re: /(?<![\d-])\d(?:[ -]?\d){11,18}(?![\d-])/g,
+      score: (m) => {
+        const d = m[0].replace(/[ -]/g, '');
+        if (/^(\d)\1+$/.test(d)) return 0;
+        return cardNetwork(d) && luhn(d) ? 0.95 : 0;
+      },
+    },
+  ],
+  ssn: [
+    {
+      code: 'pii.ssn',
+      pre: hasDigit,
+      re: /(?<![\w-])(\d{3})([- ])(\d{2})\2(\d{4})(?![\w-])/g,
+      score: (m) => (validSsn(m[1], m[3], m[4]) ? (m[2] === '-' ? 0.85 : 0.6) : 0),
+    },
+    {
+      // Nine digits without separators, only right after a label.
+      code: 'pii.ssn',
+      pre: (t) => /ssn|social security/i.test(t),
+      re: /(?:ssn|social security(?: number| no\.?)?)[\s:#=-]{0,4}(\d{9})(?!\d)/dgi,
+      score: (m) => (validSsn(m[1].slice(0, 3), m[1].slice(3, 5), m[1].slice(5)) ? 0.9 : 0),
+    },
+  ],
+  iban: [
+    {
+      code: 'pii.iban',
+      pre: hasDigit,
+      re: /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])/g,
+      score: (m) => (validIban(m[0]) ? 0.95 : 0),
+    },
+  ],
+  ip_address: [
+    {
+      code: 'pii.ip_address',
+      pre: (t) => t.includes('.'),
+      re: new RegExp(`(?<![\\w.])(?:${OCTET}\\.){3}${OCTET}(?![\\w]|\\.\\d)`, 'g'),
+      score: () => 0.7,
+    },
+    {
+      code: 'pii.ip_address',
+      pre: (t) => t.includes(':'),
+      re: /(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?(?![\w:.])/g,
+      score: (m) => (m[0].length >= 3 && /[0-9a-fA-F]/.test(m[0]) && ipaddr.IPv6.isValid(m[0]) ? 0.8 : 0),
+    },
+  ],
+  api_key: [
+    {
+      code: 'pii.api_key',
+      re: new RegExp(`(?<![A-Za-z0-9_-])(?:${PROVIDER_KEY.source})`, 'g'),
+      score: () => 0.95,
+    },
+    {
+      // Generic: a value right after a secret-sounding label, long, mixed and random-looking.
+      code: 'pii.api_key',
+      pre: (t) => /key|secret|token|passw|pwd|bearer|credential/i.test(t),
+      re: /(?:api[_-]?key|apikey|secret|token|passw(?:or)?d|pwd|access[_-]?key|client[_-]?secret|credentials?)["']?\s{0,3}[:=]\s{0,3}["']?([A-Za-z0-9_\-+/=.~]{16,200})|bearer\s{1,3}([A-Za-z0-9_\-+/=.~]{20,200})/dgi,
+      score: (m) => {
+        const v = m[1] ?? m[2];
+        if (!/[A-Za-z]/.test(v) || !/\d/.test(v)) return 0;
+        return entropy(v) >= 3.5 ? 0.7 : 0;
+      },
+    },
+  ],
+  jwt: [
+    {
+      code: 'pii.jwt',
+      pre: (t) => t.includes('eyJ'),
+      re: /(?<![\w-])eyJ[A-Za-z0-9_-]{4,2000}\.[A-Za-z0-9_-]{4,8000}\.[A-Za-z0-9_-]{0,2000}(?![\w-])/g,
+      score: (m) => (jwtHeaderOk(m[0]) ? 0.95 : 0),
+    },
+  ],
+};
+
+export interface PiiDetectorOptions {
+  detect: readonly PiiKind[];
+  /** Custom patterns, already admitted by regexProblem (rules.ts). */
+  patterns?: readonly string[];
+  caps?: WalkCaps;
+}
+
+export interface PiiDetector {
+  /** Scans `value` (string or JSON) whose field is named `root` (`input` or `output`). */
+  scan(value: unknown, root: string): ScanResult;
+  /**
+   * Scans one string at `path`, appending to `out`; answers false once MAX_FINDINGS is reached.
+   * `budget.custom` counts down the characters custom patterns may still read in this scan.
+   */
+  scanText(text: string, path: string, out: Finding[], budget?: { custom: number }): boolean;
+}
+
+/** Compiles a detector for the chosen kinds and custom patterns (once per policy version). */
+export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
+  const kinds: Kind[] = options.detect.flatMap((k) => KINDS[k]);
+  const custom = (options.patterns ?? []).map((p) => new RegExp(p, 'g'));
+  const caps = options.caps ?? DEFAULT_CAPS;
+
+  const scanText = (text: string, path: string, out: Finding[], budget = { custom: CUSTOM_PATTERN_CHARS }): boolean => {
+    for (const k of kinds) {
+      if (k.pre && !k.pre(text)) continue;
+      const re = k.re;
+      re.lastIndex = 0;
+      for (let m = re.exec(text); m; m = re.exec(text)) {
+        const score = k.score(m);
+        if (score > 0) {
+          // A labelled match locates the value, not the label (its group when the regex has one).
+          const g = m.indices?.[1] ?? m.indices?.[2];
+          const [start, end] = g ?? [m.index, m.index + m[0].length];
+          out.push({ code: k.code, path, start, end, score });
+          if (out.length >= MAX_FINDINGS) return false;
+        }
+      }
+    }
+    if (custom.length === 0 || budget.custom <= 0) return true;
+    const slice = text.length > budget.custom ? text.slice(0, budget.custom) : text;
+    budget.custom -= slice.length;
+    for (let i = 0; i < custom.length; i++) {
+      const re = custom[i];
+      re.lastIndex = 0;
+      for (let m = re.exec(slice); m; m = re.exec(slice)) {
+        if (m[0].length === 0) re.lastIndex++;
+        else out.push({ code: 'pii.custom', path, start: m.index, end: m.index + m[0].length, score: 1, pattern: i });
+        if (out.length >= MAX_FINDINGS) return false;
+      }
+    }
+    return true;
+  };
+
+  return {
+    scanText,
+    scan(value, root) {
+      const findings: Finding[] = [];
+      const budget = { custom: CUSTOM_PATTERN_CHARS };
+      let full = true;
+      let customCut = false;
+      const { truncated } = walkStrings(value, root, (text, path) => {
+        if (custom.length > 0 && text.length > budget.custom) customCut = true;
+        if (full) full = scanText(text, path, findings, budget);
+      }, caps);
+      return { findings, truncated: truncated || !full || customCut };
+    },
+  };
+}
