@@ -17,6 +17,7 @@ import { openDatabase } from '../src/db/client.js';
 import { createOrganization } from '../src/domains/organizations/service.js';
 import { memoryState, redisState } from '../src/lib/shared-state.js';
 import { startProcess } from '../src/jobs/process.js';
+import { assemble } from '../src/container.js';
 
 const HOST = '127.0.0.1';
 
@@ -28,7 +29,7 @@ async function startApp(): Promise<{ app: FastifyInstance; info: Record<string, 
   await database.migrate();
   const state = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
   // The server's own wiring (role all): the usage flush runs as in production.
-  const proc = await startProcess({ config, database, state });
+  const proc = await startProcess(assemble({ config, database, state }));
   const app = proc.app;
   const { organization, key } = await createOrganization(database.db, { name: `Bench ${new Date().toISOString()}` });
   return {

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../src/config.js';
+import { assemble } from '../src/container.js';
 import { openDatabase } from '../src/db/client.js';
 import { createOrganization } from '../src/domains/organizations/service.js';
 import { enqueue } from '../src/jobs/index.js';
@@ -24,7 +25,7 @@ describe('AGOV_ROLE', () => {
     const database = await openDatabase({ url: config.DATABASE_URL, dataDir: null, poolSize: 3 });
     await database.migrate();
     const state = memoryState();
-    const proc = await startProcess({ config, database, state, now: () => new Date(t) });
+    const proc = await startProcess(assemble({ config, database, state, clock: { now: () => new Date(t) } }));
     try {
       const { key } = await createOrganization(database.db, { name: `Roles ${randomUUID().slice(0, 6)}` });
       const get = () => proc.app.inject({ method: 'GET', url: '/api/v1/api-keys', headers: { 'x-api-key': key } });
@@ -53,10 +54,7 @@ describe.skipIf(!DATABASE_URL)('an API-only and a worker-only instance on one Po
       const database = await openDatabase({ url: DATABASE_URL, poolSize: 3 });
       await database.migrate();
       const state = memoryState();
-      const proc = await startProcess({
-        config,
-        database,
-        state,
+      const proc = await startProcess(assemble({ config, database, state }), {
         // Both instances know the job type; only the worker may claim it.
         jobs: (runner) =>
           runner.register(type, async () => {
