@@ -24,7 +24,7 @@ beforeAll(async () => {
   t = await createTestApp();
   const deps = { config: t.app.deps.config, database: t.database, state: t.state };
   app = await buildApp({ ...deps, auditSigner: signer });
-  pagedApp = await buildApp({ ...deps, auditSigner: signer, audit: { verifyPageSize: 2 } });
+  pagedApp = await buildApp({ ...deps, auditSigner: signer, auditVerifyPageSize: 2 });
 });
 afterAll(async () => {
   await app.close();

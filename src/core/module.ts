@@ -23,6 +23,8 @@ export interface ModuleDeps {
   responseCache: ResponseCache;
   /** Signs audit checkpoints, for the routes and the schedule alike (docs/decisions.md, "Audit checkpoints"). */
   auditSigner: CheckpointSigner;
+  /** Entries (and checkpoints) read per batch when the audit chain is walked (default: the audit module's; tests make it small to cross pages). */
+  auditVerifyPageSize?: number;
 }
 
 /**

@@ -8,14 +8,13 @@ import { idParams } from '../../http/validation.js';
 import { AUDIT_COLUMNS, auditBatches, getAudit, listAudit } from './queries.js';
 import { listCheckpoints } from './checkpoints.js';
 import { auditCheckpointSchema, auditEntrySchema, exportAuditQuery, listAuditQuery, listCheckpointsQuery, verifySchema } from './schemas.js';
-import { verifyChain } from './service.js';
 
 const tags = ['Audit log'];
 const auth = { scope: 'admin' as const };
 
 export async function auditRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { db, audit } = app.deps;
+  const { db, services } = app.deps;
 
   r.get('/audit-logs', {
     config: { auth },
@@ -32,7 +31,7 @@ export async function auditRoutes(app: FastifyInstance) {
       summary: 'Verify the hash chain and the latest signed checkpoints; names the first edited, removed or reordered entry, or the first after the last good checkpoint',
       response: { 200: dataSchema(verifySchema), ...errorResponses },
     },
-  }, async (req) => one(await verifyChain(db, principalOf(req).organizationId, { signer: audit.signer, pageSize: audit.verifyPageSize })));
+  }, async (req) => one(await services.audit.verify(principalOf(req).organizationId)));
 
   r.get('/audit-logs/checkpoints', {
     config: { auth },
