@@ -170,6 +170,20 @@ describe('audit checkpoints', () => {
     expect(w.checkpoints).toMatchObject({ lastGood: null, bad: [], otherKeys: 1, entriesAfterLastGood: 4 });
   });
 
+  it('verify and the offline check judge a checkpoint alike: a signed text other than the canonical one is refused by both', async () => {
+    const org = await createOrg(t);
+    await mutate(org, 1);
+    expect((await sign(org, T0)).created).toEqual([3]);
+    const [c] = (await checkpointsOf(org)).data;
+    // The same fields, signed with the server's own key, but not as the RFC 8785 text the server signs.
+    const loose = JSON.stringify({ signedAt: c.signedAt, seq: c.seq, checksum: c.checksum, organizationId: org.orgId }, null, 1);
+    await t.database.db.execute(sql`update audit_checkpoints set message = ${loose}, signature = ${signer.sign(loose)} where organization_id = ${org.orgId}`);
+    const reason = 'has a signed text that differs from its columns';
+    expect((await verifyOf(org)).checkpoints.bad).toEqual([expect.objectContaining({ seq: 3, reason })]);
+    const listed = (await checkpointsOf(org)).data as never;
+    expect(verifyOffline({ checkpoints: listed, trustedKeyIds: [signer.keyId] }).problems).toEqual([`checkpoint at seq 3: ${reason}`]);
+  });
+
   it('lists checkpoints newest first with the public key; the signature verifies offline with node:crypto', async () => {
     const org = await createOrg(t);
     await sign(org, T0);
