@@ -9,6 +9,7 @@ import { parseConfig } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { createOrganization } from '../src/domains/organizations/service.js';
 import { startProcess } from '../src/jobs/process.js';
+import { assemble } from '../src/container.js';
 import { memoryState, redisState, type SharedState } from '../src/lib/shared-state.js';
 
 export interface BenchApp {
@@ -32,8 +33,9 @@ export async function startBenchApp(opts: { env?: Record<string, string | undefi
   const database = await openDatabase({ url: config.DATABASE_URL, dataDir, poolSize: config.DATABASE_POOL_SIZE });
   await database.migrate();
   const state = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
-  const proc = opts.jobs ? await startProcess({ config, database, state }) : undefined;
-  const app = proc ? proc.app : await buildApp({ config, database, state });
+  const container = assemble({ config, database, state });
+  const proc = opts.jobs ? await startProcess(container) : undefined;
+  const app = proc ? proc.app : await buildApp(container);
   const { organization, key } = await createOrganization(database.db, { name: `Bench ${new Date().toISOString()} ${process.pid}` });
   return {
     app,

@@ -15,8 +15,6 @@ import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
 import { OneLinePerRequest } from './http/request-log.js';
 import { registerOpenApi } from './http/openapi.js';
-import type { AuditSigner } from './domains/audit/signer.js';
-import { VERIFY_PAGE_SIZE } from './domains/audit/service.js';
 import type { Pricing } from './domains/traces/pricing.js';
 import type { Subscriptions } from './domains/events/subscriptions.js';
 import { assemble, type Container, type Infrastructure } from './container.js';
@@ -24,16 +22,9 @@ import { modules } from './modules.js';
 
 /** A built container, or what one is assembled from (config, database, shared state). */
 export type AppDeps = (Container | Infrastructure) & {
-  /** The verify batch size (the signer is the container's `auditSigner`); see docs/decisions.md "Audit checkpoints". */
-  audit?: { verifyPageSize?: number };
   /** Where logs go (default stdout); tests pass a stream to read them. */
   logStream?: DestinationStream;
 };
-
-export interface AuditServices {
-  signer: AuditSigner;
-  verifyPageSize: number;
-}
 
 export interface AppServices extends Container {
   auth: Authenticator;
@@ -41,7 +32,6 @@ export interface AppServices extends Container {
   pricing: Pricing;
   subscriptions: Subscriptions;
   cache: ResponseCache;
-  audit: AuditServices;
 }
 
 declare module 'fastify' {
@@ -88,9 +78,7 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
   const auth = new Authenticator(deps.database.db, config, deps.state, usage, deps.clock);
   const { pricing } = deps.services.traces;
   const { subscriptions } = deps.services.events;
-  // The container's signer (src/container.ts): the routes verify with the key the schedule signs with.
-  const audit: AuditServices = { signer: deps.auditSigner, verifyPageSize: input.audit?.verifyPageSize ?? VERIFY_PAGE_SIZE };
-  app.decorate('deps', { ...deps, auth, usage, pricing, subscriptions, cache: deps.responseCache, audit });
+  app.decorate('deps', { ...deps, auth, usage, pricing, subscriptions, cache: deps.responseCache });
   app.addHook('onClose', async () => usage.stop());
 
   app.addHook('onRequest', async (request, reply) => {

@@ -32,6 +32,8 @@ export interface Infrastructure {
    * are then reported as signed by another key.
    */
   auditSigner?: CheckpointSigner;
+  /** The audit chain walk's batch (default: the audit module's); tests make it small. */
+  auditVerifyPageSize?: number;
 }
 
 /** Builds caches and services around an open database and shared state. */
@@ -45,6 +47,7 @@ export function assemble(infra: Infrastructure): Container {
     afterCommit: infra.afterCommit ?? new AfterCommit(),
     responseCache: new ResponseCache(infra.state),
     auditSigner: infra.auditSigner ?? ephemeralSigner(),
+    auditVerifyPageSize: infra.auditVerifyPageSize,
   };
   return {
     ...deps,

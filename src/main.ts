@@ -21,7 +21,7 @@ async function main() {
   const container = await openContainer(config, { auditSigner });
   const { database, state } = container;
   // The modules' jobs and schedules (audit checkpoints, trace retention) are registered by startProcess.
-  const proc = await startProcess({ config, database, state, container });
+  const proc = await startProcess(container);
   const { app } = proc;
   for (const [level, msg] of signerLog) app.log[level](msg);
 

@@ -24,7 +24,7 @@ beforeAll(async ({ app: fileApp }) => {
   t = fileApp;
   const deps = { config: t.app.deps.config, database: t.database, state: t.state };
   app = await buildApp({ ...deps, auditSigner: signer });
-  pagedApp = await buildApp({ ...deps, auditSigner: signer, audit: { verifyPageSize: 2 } });
+  pagedApp = await buildApp({ ...deps, auditSigner: signer, auditVerifyPageSize: 2 });
 });
 // The fixture closes the file's app (test/fixture.ts); these two share its database and state.
 afterAll(async () => {
@@ -168,6 +168,20 @@ describe('audit checkpoints', () => {
     );
     const w = await verifyOf(org);
     expect(w.checkpoints).toMatchObject({ lastGood: null, bad: [], otherKeys: 1, entriesAfterLastGood: 4 });
+  });
+
+  it('verify and the offline check judge a checkpoint alike: a signed text other than the canonical one is refused by both', async () => {
+    const org = await createOrg(t);
+    await mutate(org, 1);
+    expect((await sign(org, T0)).created).toEqual([3]);
+    const [c] = (await checkpointsOf(org)).data;
+    // The same fields, signed with the server's own key, but not as the RFC 8785 text the server signs.
+    const loose = JSON.stringify({ signedAt: c.signedAt, seq: c.seq, checksum: c.checksum, organizationId: org.orgId }, null, 1);
+    await t.database.db.execute(sql`update audit_checkpoints set message = ${loose}, signature = ${signer.sign(loose)} where organization_id = ${org.orgId}`);
+    const reason = 'has a signed text that differs from its columns';
+    expect((await verifyOf(org)).checkpoints.bad).toEqual([expect.objectContaining({ seq: 3, reason })]);
+    const listed = (await checkpointsOf(org)).data as never;
+    expect(verifyOffline({ checkpoints: listed, trustedKeyIds: [signer.keyId] }).problems).toEqual([`checkpoint at seq 3: ${reason}`]);
   });
 
   it('lists checkpoints newest first with the public key; the signature verifies offline with node:crypto', async () => {

@@ -1,7 +1,8 @@
 /** The job runner on a real database (PGlite, or PostgreSQL when DATABASE_URL is set), with an injected clock. */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sql, type SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import { openDatabase, rowsOf, type Database, type Db } from '../src/db/client.js';
 import { enqueue, JobRunner, listDeadJobs, type JobLogger } from '../src/jobs/index.js';
 import { claimDue } from '../src/jobs/store.js';
@@ -64,7 +65,7 @@ describe('retries', () => {
     const type = uniqueType('fail');
     const c = clock();
     // random() = 1 takes the top of each jitter window, so the delays are exactly base·2^(n-1).
-    const runner = new JobRunner({ db, log: quiet, now: c.now, random: () => 0.999999 });
+    const runner = new JobRunner({ db, log: quiet, clock: c, random: () => 0.999999 });
     let calls = 0;
     runner.register(type, async () => {
       calls += 1;
@@ -104,7 +105,7 @@ describe('retries', () => {
   it('deletes a job that succeeds and counts it', async () => {
     const type = uniqueType('ok');
     const c = clock();
-    const runner = new JobRunner({ db, log: quiet, now: c.now });
+    const runner = new JobRunner({ db, log: quiet, clock: c });
     const seen: unknown[] = [];
     runner.register<{ n: number }>(type, async (job) => {
       seen.push(job.payload.n);
@@ -128,7 +129,7 @@ describe('leases', () => {
     expect(await claimDue(db, [type], 10, 'dead-worker', c.now(), new Date(c.now().getTime() + 60_000))).toHaveLength(1);
 
     const attempts: number[] = [];
-    const runner = new JobRunner({ db, log: quiet, now: c.now });
+    const runner = new JobRunner({ db, log: quiet, clock: c });
     runner.register(type, async (job) => {
       attempts.push(job.attempt);
     });
@@ -145,7 +146,7 @@ describe('leases', () => {
     const c = clock();
     await enqueue(db, { type, maxAttempts: 1 }, c.now());
     await claimDue(db, [type], 10, 'dead-worker', c.now(), new Date(c.now().getTime() + 1000));
-    const runner = new JobRunner({ db, log: quiet, now: c.now });
+    const runner = new JobRunner({ db, log: quiet, clock: c });
     runner.register(type, async () => {});
     c.advance(1000);
     expect(await runner.runOnce()).toBe(0);
@@ -164,7 +165,7 @@ describe('schedules', () => {
     try {
       const fired: string[] = [];
       const make = (d: Db, id: string) => {
-        const r = new JobRunner({ db: d, log: quiet, now: c.now, id });
+        const r = new JobRunner({ db: d, log: quiet, clock: c, id });
         r.schedule(name, { everyMs: 60_000 }, async (job) => {
           fired.push(`${id}@${(job.payload as { period: string }).period}`);
         });
@@ -188,6 +189,53 @@ describe('schedules', () => {
       expect(new Set(fired.map((f) => f.split('@')[1])).size).toBe(2);
     } finally {
       await other?.close();
+    }
+  });
+});
+
+describe('wake-up', () => {
+  it('an enqueue in a transaction wakes an idle runner once: in-process on PGlite, through LISTEN alone on PostgreSQL', async () => {
+    const type = uniqueType('wake');
+    const dialect = new PgDialect();
+    let claims = 0;
+    // The runner's database, counting its claim statements: one per look for due jobs.
+    const counting = new Proxy(db, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop !== 'execute') return typeof value === 'function' ? value.bind(target) : value;
+        return (query: SQL) => {
+          if (/skip locked/i.test(dialect.sqlToQuery(query).sql)) claims += 1;
+          return value.call(target, query);
+        };
+      },
+    });
+    // A poll too slow to matter here: only a wake-up makes the runner look.
+    const runner = new JobRunner({ db: counting, log: quiet, pollIntervalMs: 60_000, listenUrl: onPostgres ? await testDatabaseUrl() : undefined });
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    // The handler holds on until the end, so its completion (which also wakes the runner) is not counted.
+    runner.register(type, async () => {
+      started();
+      await gate;
+    });
+    await runner.start();
+    try {
+      await vi.waitFor(() => expect(claims).toBe(1)); // the first look, at start
+      claims = 0;
+      // As a service does: in its transaction, which goes on a moment before it commits.
+      await db.transaction(async (tx) => {
+        await enqueue(tx, { type });
+        await new Promise((r) => setTimeout(r, 100));
+      });
+      await running;
+      await new Promise((r) => setTimeout(r, 300)); // time for a second wake-up (the notification) to arrive
+      // The look the enqueue caused, then the refill after a batch that claimed a job: no second wake-up.
+      expect(claims).toBe(2);
+    } finally {
+      release();
+      await runner.stop();
     }
   });
 });

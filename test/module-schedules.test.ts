@@ -22,7 +22,7 @@ afterAll(async () => t.close());
 
 /** A runner on the test database with every module's job types and schedules, driven by `clock`. */
 function runnerOf(services: TestApp['container']['services'], clock: TestClock) {
-  const runner = new JobRunner({ db: t.database.db, log: quiet, now: () => clock.now() });
+  const runner = new JobRunner({ db: t.database.db, log: quiet, clock });
   registerModuleWork(runner, services);
   return runner;
 }

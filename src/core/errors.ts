@@ -14,7 +14,7 @@ export class DomainError extends Error {
 }
 
 /** The codes services throw; the HTTP layer has exactly one status for each. */
-export const ERROR_CODES = [
+const ERROR_CODES = [
   'NOT_FOUND',
   'CONFLICT',
   'INVALID_TRANSITION',

@@ -23,6 +23,8 @@ export interface ModuleDeps {
   responseCache: ResponseCache;
   /** Signs audit checkpoints, for the routes and the schedule alike (docs/decisions.md, "Audit checkpoints"). */
   auditSigner: CheckpointSigner;
+  /** Entries (and checkpoints) read per batch when the audit chain is walked (default: the audit module's; tests make it small to cross pages). */
+  auditVerifyPageSize?: number;
 }
 
 /**
@@ -38,24 +40,6 @@ export interface CheckpointSigner {
   sign(message: string): string;
 }
 
-/** A claimed job as a module's handler sees it (the job runner's Job, typed structurally). */
-export interface ModuleJob {
-  id: string;
-  organizationId: string;
-  type: string;
-  payload: unknown;
-  attempt: number;
-  maxAttempts: number;
-}
-
-/** A durable background job type a module handles (registered with the job runner by src/jobs/process.ts). */
-export interface JobDefinition {
-  type: string;
-  handle(job: ModuleJob): Promise<void>;
-  /** Lease and backoff (the job runner's defaults when absent). */
-  options?: { leaseMs?: number; baseDelayMs?: number; maxDelayMs?: number };
-}
-
 /**
  * Work run once per `everyMs` across all instances: `run` (registered as the job type
  * `schedule:<name>`, so it retries like any job) or the job type `job`.
@@ -65,7 +49,7 @@ export type ScheduleDefinition = { name: string; everyMs: number } & ({ run(): P
 /** A Fastify plugin, seen from core: registered by src/app.ts under /api/v1. */
 export type RoutesPlugin = (app: never, opts: never) => Promise<void>;
 
-/** One domain: its routes, its services built from the dependencies it declares, its background work and caches. */
+/** One domain: its routes, its services built from the dependencies it declares, its schedules and caches. */
 export interface DomainModule<Name extends string = string, D extends keyof ModuleDeps = never, S = unknown> {
   name: Name;
   routes?: RoutesPlugin;
@@ -74,8 +58,6 @@ export interface DomainModule<Name extends string = string, D extends keyof Modu
   /** The dependencies `services` is built from (a subset of the container's). */
   needs: readonly D[];
   services(deps: Pick<ModuleDeps, D>): S;
-  /** The job types this module handles, built on its own services (run only in roles that run jobs). */
-  jobs?: (services: S) => readonly JobDefinition[];
   /** The schedules this module runs, built on its own services (run only in roles that run jobs). */
   schedules?: (services: S) => readonly ScheduleDefinition[];
   /** Names of the caches this module owns or invalidates (pub/sub channels, response-cache scopes). */

@@ -21,7 +21,7 @@ export interface OnlineStep {
 const STEP_FILE_RE = /^\d{4}_[a-z0-9_]+\.sql$/;
 
 /** The steps of `folder` in name order (none when the folder is missing). */
-export function readOnlineSteps(folder: string): OnlineStep[] {
+function readOnlineSteps(folder: string): OnlineStep[] {
   if (!existsSync(folder)) return [];
   return readdirSync(folder)
     .filter((f) => STEP_FILE_RE.test(f))

@@ -12,7 +12,7 @@ export const JOBS_CHANNEL = 'agov_jobs';
 export const jobWakeups = new EventEmitter();
 jobWakeups.setMaxListeners(0);
 
-export const DEFAULT_MAX_ATTEMPTS = 5;
+const DEFAULT_MAX_ATTEMPTS = 5;
 
 export interface EnqueueInput {
   type: string;

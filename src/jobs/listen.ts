@@ -3,8 +3,8 @@ import pg from 'pg';
 import { JOBS_CHANNEL } from './enqueue.js';
 import type { JobLogger } from './types.js';
 
-/** Opens one dedicated connection listening for enqueues; answers its close function. Fails open: polling still runs. */
-export async function listenForJobs(url: string, onWake: () => void, log: JobLogger): Promise<() => Promise<void>> {
+/** Opens one dedicated connection listening for enqueues; answers its close function, or undefined when LISTEN failed (polling still runs). */
+export async function listenForJobs(url: string, onWake: () => void, log: JobLogger): Promise<(() => Promise<void>) | undefined> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   // A lost connection only costs latency (the poll still finds the jobs), so it is logged, not fatal.
   client.on('error', (err) => log.warn({ err }, 'job LISTEN connection lost; falling back to polling'));
@@ -15,7 +15,7 @@ export async function listenForJobs(url: string, onWake: () => void, log: JobLog
   } catch (err) {
     log.warn({ err }, 'could not LISTEN for jobs; polling only');
     await client.end().catch(() => {});
-    return async () => {};
+    return undefined;
   }
   return async () => {
     await client.end().catch(() => {});

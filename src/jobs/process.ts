@@ -4,15 +4,12 @@
  * dependencies and one logger); only `api` and `all` listen. See docs/decisions.md, "Process roles".
  */
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type AppDeps } from '../app.js';
+import { buildApp } from '../app.js';
 import type { Container } from '../container.js';
 import type { Config } from '../config.js';
-import type { Database } from '../db/client.js';
-import type { SharedState } from '../lib/shared-state.js';
 import type { DomainModule } from '../core/module.js';
 import { modules, type Services } from '../modules.js';
 import { JobRunner } from './runner.js';
-import type { Now } from './types.js';
 
 export type Role = Config['AGOV_ROLE'];
 
@@ -25,42 +22,31 @@ export interface ServiceProcess {
   role: Role;
   app: FastifyInstance;
   runner: JobRunner;
-  /** Stops claiming and drains jobs, then closes the app (which flushes buffered usage). The caller closes state and database. */
+  /** Stops claiming and drains jobs, then closes the app (which flushes buffered usage). The caller closes the container. */
   close(): Promise<void>;
 }
 
-export interface StartProcessOptions {
-  config: Config;
-  database: Database;
-  state: SharedState;
-  /** The container already built from them (main.ts); without one, buildApp assembles its own. */
-  container?: Container;
-  /** The audit verify batch size (passed to buildApp); the signer is the container's. */
-  audit?: AppDeps['audit'];
-  /** Registers a test's job types and schedules before the runner starts (the modules' own are registered here). */
-  jobs?: (runner: JobRunner, app: FastifyInstance) => void;
-  /** The runner's clock (default: the container's). */
-  now?: Now;
-}
-
-/** Registers every module's job types and schedules (src/modules.ts), each built on that module's services. */
+/** Registers every module's schedules (src/modules.ts), each built on that module's services. */
 export function registerModuleWork(runner: JobRunner, services: Services) {
   for (const m of modules as readonly DomainModule[]) {
     const own = (services as Record<string, unknown>)[m.name];
-    for (const job of m.jobs?.(own) ?? []) runner.register(job.type, job.handle, job.options);
     for (const s of m.schedules?.(own) ?? []) runner.schedule(s.name, { everyMs: s.everyMs }, s.job ?? s.run);
   }
 }
 
-/** Builds the app and the job runner for the configured role and starts the runner (listening is the caller's). */
-export async function startProcess(opts: StartProcessOptions): Promise<ServiceProcess> {
-  const { config, database, state } = opts;
+/**
+ * Builds the app and the job runner on `container` (its configuration's role, its clock) and starts
+ * the runner; listening is the caller's. `jobs` registers a test's job types and schedules before the
+ * runner starts (the modules' own are registered here).
+ */
+export async function startProcess(container: Container, opts: { jobs?: (runner: JobRunner, app: FastifyInstance) => void } = {}): Promise<ServiceProcess> {
+  const { config, database } = container;
   const runs = roleRuns(config.AGOV_ROLE);
-  const app = await buildApp({ ...(opts.container ?? { config, database, state }), audit: opts.audit });
+  const app = await buildApp(container);
   const runner = new JobRunner({
     db: database.db,
     log: app.log,
-    now: opts.now ?? (() => app.deps.clock.now()),
+    clock: container.clock,
     runJobs: runs.jobs,
     pollIntervalMs: config.JOBS_POLL_INTERVAL_MS,
     concurrency: config.JOBS_CONCURRENCY,
@@ -70,8 +56,8 @@ export async function startProcess(opts: StartProcessOptions): Promise<ServicePr
   // Usage is buffered in THIS process's memory, so each instance flushes its own: a process-local
   // task, not a once-across-instances schedule (docs/decisions.md, "Background jobs").
   if (runs.api) runner.everyLocal('api-key-usage-flush', config.USAGE_FLUSH_INTERVAL_MS, () => app.deps.usage.flush());
-  // The modules' jobs and schedules belong to the roles that claim jobs; an API-only instance only enqueues.
-  if (runs.jobs) registerModuleWork(runner, app.deps.services);
+  // The modules' schedules belong to the roles that claim jobs; an API-only instance only enqueues.
+  if (runs.jobs) registerModuleWork(runner, container.services);
   opts.jobs?.(runner, app);
   await app.ready();
   await runner.start();

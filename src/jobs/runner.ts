@@ -8,19 +8,20 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Db } from '../db/client.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { backoffDelayMs } from './backoff.js';
 import { jobWakeups } from './enqueue.js';
 import { listenForJobs } from './listen.js';
 import { JobCounters, jobsSnapshot, type JobsSnapshot } from './metrics.js';
 import { fireDueSchedules, upsertSchedule } from './schedules.js';
 import { buryExpiredLeases, claimDue, completeJob, failJob, releaseClaims, type ClaimedRow } from './store.js';
-import type { Job, JobHandler, JobLogger, JobTypeOptions, Now } from './types.js';
+import type { Job, JobHandler, JobLogger, JobTypeOptions } from './types.js';
 
 export interface JobRunnerOptions {
   db: Db;
   log: JobLogger;
   /** The clock used for due times, leases and schedules (default: the system clock). */
-  now?: Now;
+  clock?: Clock;
   /** For backoff jitter (default Math.random). */
   random?: () => number;
   /** How often to look for due jobs when nothing woke the runner (default 1000 ms). */
@@ -60,16 +61,15 @@ export class JobRunner {
   readonly id: string;
   private readonly db: Db;
   private readonly log: JobLogger;
-  private readonly now: Now;
+  private readonly clock: Clock;
   private readonly random: () => number;
   private readonly pollIntervalMs: number;
   private readonly concurrency: number;
   private readonly runJobs: boolean;
   private readonly listenUrl: string | undefined;
   private readonly types = new Map<string, TypeDef>();
-  /** Schedule name → the job type it enqueues. */
-  private readonly schedules = new Map<string, string>();
-  private readonly scheduleEvery = new Map<string, number>();
+  /** Schedule name → the job type it enqueues and its period. */
+  private readonly schedules = new Map<string, { type: string; everyMs: number }>();
   private readonly locals: LocalTask[] = [];
   private readonly counters = new JobCounters();
   private readonly inFlight = new Set<Promise<void>>();
@@ -86,7 +86,7 @@ export class JobRunner {
   constructor(opts: JobRunnerOptions) {
     this.db = opts.db;
     this.log = opts.log;
-    this.now = opts.now ?? (() => new Date());
+    this.clock = opts.clock ?? systemClock;
     this.random = opts.random ?? Math.random;
     this.pollIntervalMs = opts.pollIntervalMs ?? 1000;
     this.concurrency = opts.concurrency ?? 10;
@@ -118,8 +118,7 @@ export class JobRunner {
       type = `schedule:${name}`;
       this.register(type, target, options);
     }
-    this.schedules.set(name, type);
-    this.scheduleEvery.set(name, every.everyMs);
+    this.schedules.set(name, { type, everyMs: every.everyMs });
   }
 
   /**
@@ -127,7 +126,7 @@ export class JobRunner {
    * once-across-instances schedule cannot reach. Runs never overlap; failures are logged.
    */
   everyLocal(name: string, everyMs: number, run: () => Promise<void>) {
-    this.locals.push({ name, everyMs, run, nextAt: this.now().getTime() + everyMs, running: false });
+    this.locals.push({ name, everyMs, run, nextAt: this.clock.now().getTime() + everyMs, running: false });
   }
 
   /** Starts polling (and listening); schedules are written to the database first. */
@@ -136,8 +135,10 @@ export class JobRunner {
     this.started = true;
     if (this.runJobs) {
       await this.prepare();
-      jobWakeups.on('wake', this.onWake);
+      // One wake-up per enqueue: LISTEN hears this process's commits as well as the other instances',
+      // so the in-process nudge serves only a runner that does not listen (PGlite, or LISTEN refused).
       if (this.listenUrl) this.closeListen = await listenForJobs(this.listenUrl, this.onWake, this.log);
+      if (!this.closeListen) jobWakeups.on('wake', this.onWake);
     }
     this.arm(0);
   }
@@ -161,14 +162,14 @@ export class JobRunner {
     clearTimeout(bound);
     if (this.runJobs && this.inFlight.size > 0) {
       this.log.warn({ runner: this.id, inFlight: this.inFlight.size }, 'jobs still running at shutdown; releasing their claims');
-      await releaseClaims(this.db, this.id, this.now()).catch((err) => this.log.error({ err }, 'could not release job claims'));
+      await releaseClaims(this.db, this.id, this.clock.now()).catch((err) => this.log.error({ err }, 'could not release job claims'));
     }
   }
 
   /** Writes the schedule rows once (a new schedule is due at once; an existing one keeps its next run). */
   private prepare() {
     this.prepared ??= (async () => {
-      for (const [name, everyMs] of this.scheduleEvery) await upsertSchedule(this.db, name, everyMs, this.now());
+      for (const [name, { everyMs }] of this.schedules) await upsertSchedule(this.db, name, everyMs, this.clock.now());
     })();
     return this.prepared;
   }
@@ -184,7 +185,7 @@ export class JobRunner {
 
   /** Queue depth by type and status, oldest due wait, this process's run counts and failures. */
   async metrics(): Promise<JobsSnapshot> {
-    return jobsSnapshot(this.db, this.counters, this.inFlight.size, this.now());
+    return jobsSnapshot(this.db, this.counters, this.inFlight.size, this.clock.now());
   }
 
   private arm(delayMs: number) {
@@ -220,7 +221,7 @@ export class JobRunner {
   }
 
   private nextDelay() {
-    const now = this.now().getTime();
+    const now = this.clock.now().getTime();
     let delay = this.runJobs ? this.pollIntervalMs : Number.POSITIVE_INFINITY;
     for (const t of this.locals) delay = Math.min(delay, Math.max(0, t.nextAt - now));
     // With nothing to do, still wake now and then: a clock moved by a test must be noticed.
@@ -228,7 +229,7 @@ export class JobRunner {
   }
 
   private runLocals() {
-    const now = this.now().getTime();
+    const now = this.clock.now().getTime();
     for (const t of this.locals) {
       if (t.running || t.nextAt > now) continue;
       t.running = true;
@@ -241,7 +242,7 @@ export class JobRunner {
 
   private async pass(): Promise<Promise<void>[]> {
     if (this.stopping) return [];
-    const now = this.now();
+    const now = this.clock.now();
     const types = [...this.types.keys()];
     // Housekeeping (dead leases, schedules) once per poll interval, not on every refill of the batch.
     if (now.getTime() >= this.nextHousekeepingAt) {
@@ -271,7 +272,7 @@ export class JobRunner {
   private async execute(row: ClaimedRow) {
     const def = this.types.get(row.type)!;
     const counters = this.counters.of(row.type);
-    const waitMs = Math.max(0, this.now().getTime() - new Date(row.due_at).getTime());
+    const waitMs = Math.max(0, this.clock.now().getTime() - new Date(row.due_at).getTime());
     counters.started += 1;
     counters.waitMsTotal += waitMs;
     counters.waitMsMax = Math.max(counters.waitMsMax, waitMs);
@@ -293,7 +294,7 @@ export class JobRunner {
   private async recordFailure(row: ClaimedRow, def: TypeDef, err: unknown) {
     const counters = this.counters.of(row.type);
     const message = (err instanceof Error ? `${err.name}: ${err.message}` : String(err)).slice(0, MAX_ERROR_CHARS);
-    const now = this.now();
+    const now = this.clock.now();
     const retryAt = new Date(now.getTime() + backoffDelayMs(row.attempts, def.baseDelayMs, def.maxDelayMs, this.random));
     const ctx = { jobId: row.id, type: row.type, organizationId: row.organization_id, attempt: row.attempts, maxAttempts: row.max_attempts, error: message };
     try {

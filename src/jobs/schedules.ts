@@ -16,7 +16,7 @@ export async function upsertSchedule(db: Db, name: string, everyMs: number, now:
  * atomic UPDATE ... WHERE next_run_at <= now RETURNING: of several instances, exactly one moves a row
  * forward (the others wait on its row lock, then find it no longer due), so each period runs once.
  */
-export async function fireDueSchedules(db: Db, schedules: Map<string, string>, runnerId: string, now: Date): Promise<string[]> {
+export async function fireDueSchedules(db: Db, schedules: ReadonlyMap<string, { type: string }>, runnerId: string, now: Date): Promise<string[]> {
   if (schedules.size === 0) return [];
   const names = sqlList([...schedules.keys()]);
   return db.transaction(async (tx) => {
@@ -30,7 +30,7 @@ export async function fireDueSchedules(db: Db, schedules: Map<string, string>, r
     );
     for (const row of claimed) {
       const period = new Date(row.period).toISOString();
-      await enqueue(tx, { type: schedules.get(row.name)!, payload: { schedule: row.name, period }, idempotencyKey: `${row.name}@${period}` }, now);
+      await enqueue(tx, { type: schedules.get(row.name)!.type, payload: { schedule: row.name, period }, idempotencyKey: `${row.name}@${period}` }, now);
     }
     return claimed.map((r) => r.name);
   });

@@ -30,6 +30,3 @@ export interface JobLogger {
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
 }
-
-/** The clock; the integrator may swap it for the shared one. */
-export type Now = () => Date;

@@ -6,7 +6,7 @@ import { sql } from 'drizzle-orm';
 import { rowsOf, type Db } from '../../db/client.js';
 import { auditCheckpoints } from '../../db/schema/index.js';
 import { GENESIS } from './chain.js';
-import { checkpointMessage } from './checkpoints.js';
+import { checkpointMessage } from './checkpoint-seal.js';
 import { VERIFY_PAGE_SIZE, walkChain } from './service.js';
 import type { AuditSigner } from './signer.js';
 

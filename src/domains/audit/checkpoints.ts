@@ -2,18 +2,11 @@
  * Signed checkpoints of the audit chain head: the signed text, the listing, and their check by
  * verify (docs/decisions.md "Audit checkpoints").
  */
-import canonicalize from 'canonicalize';
 import { and, count, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.js';
 import { auditCheckpoints, auditLogs } from '../../db/schema/index.js';
-import { keyIdOf, signatureVerifies, type AuditSigner } from './signer.js';
-
-/** The exact signed text: RFC 8785 JSON of { organizationId, seq, checksum, signedAt (ISO 8601, ms, Z) }. */
-export function checkpointMessage(c: { organizationId: string; seq: number; checksum: string; signedAt: Date }): string {
-  const text = canonicalize({ organizationId: c.organizationId, seq: c.seq, checksum: c.checksum, signedAt: c.signedAt.toISOString() });
-  if (text === undefined) throw new Error('checkpoint is not serializable');
-  return text;
-}
+import { sealProblem } from './checkpoint-seal.js';
+import type { AuditSigner } from './signer.js';
 
 type Row = typeof auditCheckpoints.$inferSelect;
 
@@ -65,10 +58,8 @@ const BAD_LISTED = 10;
  * 'other-key' when it is sound but signed by a key this server does not hold.
  */
 function judge(c: Row, chainChecksumAtSeq: string | undefined, signer: AuditSigner): string {
-  if (!signatureVerifies(c.publicKey, c.message, c.signature) || keyIdOf(c.publicKey) !== c.keyId) {
-    return 'has a signature that does not verify with its key';
-  }
-  if (c.message !== checkpointMessage(c)) return 'has a signed text that differs from its columns';
+  const problem = sealProblem(c);
+  if (problem !== null) return problem;
   if (chainChecksumAtSeq === undefined) return 'is beyond the end of the chain (entries removed)';
   if (chainChecksumAtSeq !== c.checksum) return 'no longer matches the chain (the entry at its seq has another checksum)';
   // Deliberate: the server vouches only with its own key; a public key stored in the database may

@@ -8,14 +8,13 @@ import { idParams } from '../../http/validation.js';
 import { AUDIT_COLUMNS, auditBatches, getAudit, listAudit } from './queries.js';
 import { listCheckpoints } from './checkpoints.js';
 import { auditCheckpointSchema, auditEntrySchema, exportAuditQuery, listAuditQuery, listCheckpointsQuery, verifySchema } from './schemas.js';
-import { verifyChain } from './service.js';
 
 const tags = ['Audit log'];
 const auth = { scope: 'admin' as const };
 
 export async function auditRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { db, audit } = app.deps;
+  const { db, services } = app.deps;
 
   r.get('/audit-logs', {
     config: { auth },
@@ -32,7 +31,7 @@ export async function auditRoutes(app: FastifyInstance) {
       operationId: 'auditLogs.verify', summary: 'Verify the hash chain and the latest signed checkpoints', description: 'Recomputes the whole hash chain of your organization and checks the latest signed checkpoints; `valid` is false when anything was edited, removed or reordered, and `firstInvalid` names the first such entry, or the first entry after the last good checkpoint. Reads the whole log: slow on large logs.',
       response: { 200: dataSchema(verifySchema), ...errorResponses },
     },
-  }, async (req) => one(await verifyChain(db, principalOf(req).organizationId, { signer: audit.signer, pageSize: audit.verifyPageSize })));
+  }, async (req) => one(await services.audit.verify(principalOf(req).organizationId)));
 
   r.get('/audit-logs/checkpoints', {
     config: { auth },

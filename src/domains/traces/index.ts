@@ -2,7 +2,7 @@
 import { defineModule } from '../../core/module.js';
 import { traceRoutes } from './routes.js';
 import { loadPriceTable, Pricing } from './pricing.js';
-import { deleteExpiredTraces, traceRetentionCutoff } from './retention.js';
+import { deleteExpiredTraces, traceRetentionCutoff, type DeleteExpiredOptions } from './retention.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -13,10 +13,10 @@ export const tracesModule = defineModule({
   services: ({ config, db, clock }) => ({
     /** Cost estimates for traces sent without a cost (the shipped table or PRICE_TABLE_PATH). */
     pricing: new Pricing(loadPriceTable(config.PRICE_TABLE_PATH)),
-    /** Deletes traces older than TRACE_RETENTION_DAYS at the clock's now (nothing when 0), in bounded batches. */
-    deleteExpired: async () => {
+    /** Deletes traces older than TRACE_RETENTION_DAYS at the clock's now (nothing when 0), in bounded batches (sizes: retention.ts's defaults unless given). */
+    deleteExpired: async (limits: Pick<DeleteExpiredOptions, 'batchSize' | 'maxBatches'> = {}) => {
       const before = traceRetentionCutoff(config.TRACE_RETENTION_DAYS, clock.now());
-      return before ? deleteExpiredTraces(db, { before }) : { deleted: 0, more: false };
+      return before ? deleteExpiredTraces(db, { before, ...limits }) : { deleted: 0, more: false };
     },
   }),
   // Hourly, in bounded batches: a run that hit its cap leaves the rest to the next hour rather than
