@@ -12,13 +12,13 @@ import {
   jsonSchemaTransform,
   jsonSchemaTransformObject,
   serializerCompiler,
-  validatorCompiler,
 } from 'fastify-type-provider-zod';
 import type { ResponseCache } from './lib/response-cache.js';
 import { trustProxyOption } from './lib/ip.js';
 import { serializeError } from './lib/log-error.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
+import { registerStrictInput } from './http/strict-input.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
 import type { AuditSigner } from './domains/audit/signer.js';
 import { VERIFY_PAGE_SIZE } from './domains/audit/service.js';
@@ -83,7 +83,7 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors: frameworkErrorHandler,
   });
-  app.setValidatorCompiler(validatorCompiler);
+  registerStrictInput(app);
   app.setSerializerCompiler(serializerCompiler);
 
   deps.afterCommit.useLogger(app.log);
