@@ -135,3 +135,31 @@ describe('405', () => {
     expect((await org.req({ method: 'GET', url: '/api/v1/nope' })).statusCode).toBe(404);
   });
 });
+
+describe('a change that changes nothing', () => {
+  /** PATCHes `url` with `payload` twice: the first changes, the second (the same values) must write nothing. */
+  async function patchTwice(org: { req: (o: object) => Promise<{ statusCode: number; json(): any }> }, method: string, url: string, payload: object) {
+    const audits = async () => (await org.req({ method: 'GET', url: '/api/v1/audit-logs?limit=1' })).json().meta.total as number;
+    const first = await org.req({ method, url, payload });
+    expect(first.statusCode, url).toBe(200);
+    const count = await audits();
+    const second = await org.req({ method, url, payload });
+    expect(second.statusCode, url).toBe(200);
+    expect(second.json().data, url).toEqual(first.json().data);
+    expect(await audits(), `${url} audited a change that changed nothing`).toBe(count);
+  }
+
+  it('writes no audit entry and keeps updatedAt, for every updatable resource', async ({ org }) => {
+    await patchTwice(org, 'PATCH', '/api/v1/settings/security', { default_key_expiry_days: 9, dashboard_widgets: ['a', 'b'] });
+    await patchTwice(org, 'PATCH', '/api/v1/settings/organization', { plan: 'starter', compliance_frameworks: ['SOC2'] });
+    const agent = (await org.req({ method: 'POST', url: '/api/v1/agents', payload: agentBody('strict-noop') })).json().data;
+    await patchTwice(org, 'PATCH', `/api/v1/agents/${agent.id}`, { name: 'Renamed', tags: ['x'], metadata: { b: 1, a: { c: [1, 2] } } });
+    const key = (await org.req({ method: 'POST', url: '/api/v1/api-keys', payload: { name: 'k', environment: 'production' } })).json().data;
+    await patchTwice(org, 'PATCH', `/api/v1/api-keys/${key.id}`, { name: 'k2', scopes: ['agent:read'], expiresAt: '2999-01-01T00:00:00.000Z' });
+    const team = (await org.req({ method: 'POST', url: '/api/v1/teams', payload: { name: 'Strict team' } })).json().data;
+    await patchTwice(org, 'PATCH', `/api/v1/teams/${team.id}`, { name: 'Strict team 2', description: 'd' });
+    const filter = await org.req({ method: 'POST', url: '/api/v1/saved-filters', payload: { name: 'f', resource_type: 'agents' } });
+    expect(filter.statusCode).toBe(201);
+    await patchTwice(org, 'PUT', `/api/v1/saved-filters/${filter.json().data.id}`, { name: 'f2', filter_config: { status: 'active' }, is_default: true });
+  });
+});

@@ -166,12 +166,12 @@ export function registerStrictInput(app: FastifyInstance) {
   app.setValidatorCompiler(strictValidatorCompiler);
 
   // JSON only: Fastify's text/plain parser would hand a string to the body schema (a 422 where the
-  // README promises 415). An empty JSON body is no body, like a missing one.
+  // README promises 415). An empty JSON body (nothing but JSON whitespace) is no body, like a missing one.
   app.removeAllContentTypeParsers();
   const json = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = String(body);
-    if (text.trim() === '') return done(null, undefined);
+    if (/^[ \t\n\r]*$/.test(text)) return done(null, undefined);
     return json(request, text, done);
   });
 
