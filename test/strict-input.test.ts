@@ -163,3 +163,10 @@ describe('a change that changes nothing', () => {
     await patchTwice(org, 'PUT', `/api/v1/saved-filters/${filter.json().data.id}`, { name: 'f2', filter_config: { status: 'active' }, is_default: true });
   });
 });
+
+describe('the OpenAPI document tells the truth about open objects', () => {
+  it('documents trace ingest items as accepting unknown keys', async ({ app }) => {
+    const doc = (await app.app.inject({ method: 'GET', url: '/api-docs.json' })).json();
+    expect(doc.components.schemas.IngestTraceItem.additionalProperties).toEqual({});
+  });
+});

@@ -157,6 +157,9 @@ function refuseAll(input: unknown, where: 'body' | 'query') {
   throw validation(Object.fromEntries(keys.map((k) => [k, 'unknown field'])));
 }
 
+/** A `__proto__` query parameter: zod skips that key and a `fields` entry by that name would not serialize. */
+const PROTO = '__proto__';
+
 /**
  * Installs the strict input handling on an app: the validator compiler, a JSON-only body parser in
  * which an empty body is no body, and the hook that fills in `{}` for a missing body and refuses
@@ -184,6 +187,7 @@ export function registerStrictInput(app: FastifyInstance) {
       refuseAll(request.body, 'body');
     }
     const query = request.query as Record<string, unknown>;
+    if (query && Object.hasOwn(query, PROTO)) throw validation({ query: `unknown field ${PROTO}` });
     if (!schema?.querystring && query && Object.keys(query).length > 0) refuseAll(query, 'query');
   });
 }
