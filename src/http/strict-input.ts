@@ -88,7 +88,11 @@ export function strictCopy<T extends AnySchema>(schema: T, seen = new Map<AnySch
   const strict = (s: unknown) => strictCopy(s as AnySchema, seen);
   switch (def.type) {
     case 'object': {
-      const shape = Object.fromEntries(Object.entries(def.shape as Record<string, AnySchema>).map(([k, v]) => [k, strict(v)]));
+      // Each property is copied when zod first reads it, so a shape that refers to itself (a getter) ends.
+      const shape = {};
+      for (const [k, v] of Object.entries(def.shape as Record<string, AnySchema>)) {
+        Object.defineProperty(shape, k, { enumerable: true, get: () => strict(v) });
+      }
       return copy({ ...def, shape, catchall: def.catchall ?? unknownKey(Object.keys(shape)) });
     }
     case 'optional':
@@ -118,6 +122,15 @@ export function strictCopy<T extends AnySchema>(schema: T, seen = new Map<AnySch
   }
 }
 
+/**
+ * A `__proto__` query parameter (a JSON body with one is already 400): zod skips that key, and a
+ * `fields` entry by that name would not serialize, so it is named under `fields.query`.
+ */
+const PROTO = '__proto__';
+const PROTO_MESSAGE = `unknown field ${PROTO}`;
+// The mark fastify-type-provider-zod puts on its issues (a registered symbol), so the error handler treats ours alike.
+const ISSUE_MARK = Symbol.for('ZodFastifySchemaValidationError');
+
 /** An issue as fastify-type-provider-zod hands it on: the zod issue's own `params` under `params.params`. */
 interface CompiledIssue {
   message?: string;
@@ -135,6 +148,10 @@ export const strictValidatorCompiler: typeof validatorCompiler = (route) => {
   const validate = validatorCompiler({ ...route, schema: strictCopy(route.schema as AnySchema) as typeof route.schema });
   return (data: unknown) => {
     const result = validate(data) as { error?: CompiledIssue[] };
+    if (part === 'querystring' && data && typeof data === 'object' && Object.hasOwn(data, PROTO)) {
+      const issue = { [ISSUE_MARK]: true, keyword: 'unrecognized_keys', instancePath: '', schemaPath: '#', message: PROTO_MESSAGE, params: {} };
+      return { error: [...(result.error ?? []), issue] } as unknown as ReturnType<ReturnType<typeof validatorCompiler>>;
+    }
     for (const issue of result.error ?? []) {
       const params = issue.params?.params;
       if (!params?.unknownField) continue;
@@ -154,11 +171,9 @@ function refuseAll(input: unknown, where: 'body' | 'query') {
   if (keys.length === 0) {
     throw validation({ [where]: `this operation takes no ${where === 'body' ? 'body' : 'query parameters'}` });
   }
-  throw validation(Object.fromEntries(keys.map((k) => [k, 'unknown field'])));
+  throw validation(Object.fromEntries(keys.map((k) => (k === PROTO ? [where, PROTO_MESSAGE] : [k, 'unknown field']))));
 }
 
-/** A `__proto__` query parameter: zod skips that key and a `fields` entry by that name would not serialize. */
-const PROTO = '__proto__';
 
 /**
  * Installs the strict input handling on an app: the validator compiler, a JSON-only body parser in
@@ -187,7 +202,6 @@ export function registerStrictInput(app: FastifyInstance) {
       refuseAll(request.body, 'body');
     }
     const query = request.query as Record<string, unknown>;
-    if (query && Object.hasOwn(query, PROTO)) throw validation({ query: `unknown field ${PROTO}` });
     if (!schema?.querystring && query && Object.keys(query).length > 0) refuseAll(query, 'query');
   });
 }
