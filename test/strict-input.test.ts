@@ -77,6 +77,12 @@ describe('unknown query parameters', () => {
     expect(res.json().error.fields).toEqual({ verbose: 'unknown field' });
     expect((await org.req({ method: 'GET', url: '/api/v1/agents/not-a-uuid' })).statusCode).toBe(404);
   });
+
+  it('names parameters that share a name with Object.prototype members, and __proto__', async ({ org }) => {
+    const res = await org.req({ method: 'GET', url: '/api/v1/agents?valueOf=1&__proto__=1' });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error.fields).toEqual({ valueOf: 'unknown field', query: 'unknown field __proto__' });
+  });
 });
 
 describe('media types and empty bodies', () => {

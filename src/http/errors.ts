@@ -49,7 +49,8 @@ export function fieldsFrom(issues: ValidationIssue[], part: string | undefined):
   const ordered = [...issues.filter((v) => !isSafeIntegerBound(v)), ...issues.filter(isSafeIntegerBound)];
   for (const v of ordered) {
     const key = (v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') || whole;
-    fields[key] ??= v.message ?? 'Invalid value';
+    // Own keys only: a field named like an Object.prototype member (`valueOf`) must still be reported.
+    if (!Object.hasOwn(fields, key)) fields[key] = v.message ?? 'Invalid value';
   }
   return fields;
 }
