@@ -6,13 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { DestinationStream } from 'pino';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  serializerCompiler,
-} from 'fastify-type-provider-zod';
+import { serializerCompiler } from 'fastify-type-provider-zod';
 import type { ResponseCache } from './lib/response-cache.js';
 import { trustProxyOption } from './lib/ip.js';
 import { serializeError } from './lib/log-error.js';
@@ -20,6 +14,7 @@ import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerStrictInput } from './http/strict-input.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
+import { registerOpenApi } from './http/openapi.js';
 import type { AuditSigner } from './domains/audit/signer.js';
 import { VERIFY_PAGE_SIZE } from './domains/audit/service.js';
 import type { Pricing } from './domains/traces/pricing.js';
@@ -102,35 +97,7 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
   registerDeprecatedAlias(app, config.API_ALIAS_SUNSET);
   registerErrorHandling(app);
   registerAuth(app, { auth, state: deps.state, config });
-  // The API description and its browser UI are public.
-  app.addHook('onRoute', (route) => {
-    if (route.url === '/api-docs' || route.url.startsWith('/api-docs/')) route.config = { ...route.config, auth: { public: true } };
-  });
-
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Agent Governance Control Plane API',
-        description:
-          'Register agents, ingest traces, enforce policies, track budgets and keep a tamper-evident audit log. ' +
-          'Authenticate with `X-API-Key: svc_<env>_…`, `Authorization: Bearer svc_<env>_…`, or `Authorization: Bearer <JWT>`.',
-        version: '1.0.0',
-      },
-      servers: [{ url: '/' }],
-      components: {
-        securitySchemes: {
-          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
-          bearer: { type: 'http', scheme: 'bearer', description: 'An API key (svc_…) or a JWT from the identity provider' },
-        },
-      },
-      security: [{ apiKey: [] }, { bearer: [] }],
-    },
-    transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
-  });
-  await app.register(swaggerUi, { routePrefix: '/api-docs', uiConfig: { deepLinking: true } });
-  app.get('/api-docs.json', { config: { auth: { public: true } }, schema: { hide: true } }, async () => app.swagger());
+  await registerOpenApi(app);
 
   // Core types a module's routes loosely (it knows nothing of HTTP); here they are Fastify plugins.
   const plugin = (routes: unknown) => routes as FastifyPluginAsync;

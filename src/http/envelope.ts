@@ -31,17 +31,40 @@ export const errorSchema = z
   })
   .meta({ id: 'Error' });
 
-/** The error responses every authenticated route may answer with. */
+/**
+ * The error responses of a route. The OpenAPI document derives 400/401/403/413/415/422/429/500 and
+ * the 404 of a path id from the route itself (src/http/openapi.ts), whatever is listed here; a route
+ * adds `conflictResponse` where it can answer 409 and `notFoundResponse` where it looks up something
+ * named outside its path.
+ */
 export const errorResponses = {
   400: errorSchema,
   401: errorSchema,
   403: errorSchema,
-  404: errorSchema,
-  409: errorSchema,
   413: errorSchema,
   422: errorSchema,
   429: errorSchema,
 } as const;
+
+/** 409 CONFLICT or INVALID_TRANSITION: for routes whose change can collide with current state. */
+export const conflictResponse = { 409: errorSchema } as const;
+
+/** 404 for a lookup of something not named by the path (a path id's 404 is derived). */
+export const notFoundResponse = { 404: errorSchema } as const;
+
+/** A timestamp in a response: an ISO 8601 date-time (documented as `format: date-time`). */
+export const isoDateTimeOut = () => z.iso.datetime({ offset: true });
+
+/** The 200 of a streamed export: `{ data: [item] }` as JSON, or CSV with a header row. */
+export const exportResponse = <T extends z.ZodType>(item: T) => ({
+  200: {
+    description: 'The matching rows, streamed: JSON `{ data: [...] }` (format=json) or CSV with a header row (format=csv; objects as JSON text).',
+    content: {
+      'application/json': { schema: z.object({ data: z.array(item) }) },
+      'text/csv': { schema: z.string() },
+    },
+  },
+});
 
 /** Sends an already-serialized JSON body as is (Fastify does not serialize a string again). */
 export function sendJsonText(reply: FastifyReply, text: string) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isoDateTimeOut } from '../../http/envelope.js';
 import { environmentEnum, ipv4OrCidr, isoDateTime, jsonObject, pagination, str } from '../../http/validation.js';
 
 export const PLATFORMS = ['openai', 'azure_openai', 'anthropic', 'langchain', 'crewai', 'custom'] as const;
@@ -27,8 +28,8 @@ export const agentSchema = z
     deploymentUrl: z.string().nullable(),
     status: z.enum(AGENT_STATUSES),
     healthStatus: z.enum(HEALTH),
-    lastSeenAt: z.string().nullable(),
-    pausedAt: z.string().nullable(),
+    lastSeenAt: isoDateTimeOut().nullable(),
+    pausedAt: isoDateTimeOut().nullable(),
     pausedBy: z.string().nullable(),
     pauseReason: z.string().nullable(),
     monthlyBudgetUsd: z.number().nullable(),
@@ -36,8 +37,8 @@ export const agentSchema = z
     currentMonthCostUsd: z.number(),
     tags: z.array(z.string()),
     metadata: z.record(z.string(), z.unknown()),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    createdAt: isoDateTimeOut(),
+    updatedAt: isoDateTimeOut(),
     createdBy: z.string().nullable(),
   })
   .meta({ id: 'Agent' });

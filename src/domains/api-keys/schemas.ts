@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isoDateTimeOut } from '../../http/envelope.js';
 import { ALL_SCOPES } from '../../http/principal.js';
 import { environmentEnum, ipv4OrCidr, isoDateTime, pagination, str } from '../../http/validation.js';
 
@@ -15,13 +16,13 @@ export const apiKeySchema = z
     environment: environmentEnum,
     scopes: z.array(scopeEnum),
     agentId: z.uuid().nullable(),
-    expiresAt: z.string().nullable(),
-    lastUsedAt: z.string().nullable(),
+    expiresAt: isoDateTimeOut().nullable(),
+    lastUsedAt: isoDateTimeOut().nullable(),
     usageCount: z.number().int(),
     isActive: z.boolean(),
     ipAllowlist: z.array(z.string()).nullable(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    createdAt: isoDateTimeOut(),
+    updatedAt: isoDateTimeOut(),
     createdBy: z.string(),
   })
   .meta({ id: 'ApiKey' });

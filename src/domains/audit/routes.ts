@@ -1,7 +1,7 @@
 /** HTTP routes for /audit-logs (admin). */
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { dataSchema, errorResponses, one, page, pageSchema } from '../../http/envelope.js';
+import { dataSchema, errorResponses, exportResponse, one, page, pageSchema } from '../../http/envelope.js';
 import { principalOf } from '../../http/context.js';
 import { sendExport } from '../../http/export.js';
 import { idParams } from '../../http/validation.js';
@@ -19,7 +19,7 @@ export async function auditRoutes(app: FastifyInstance) {
 
   r.get('/audit-logs', {
     config: { auth },
-    schema: { tags, summary: 'List audit log entries, newest first', querystring: listAuditQuery, response: { 200: pageSchema(auditEntrySchema), ...errorResponses } },
+    schema: { tags, operationId: 'auditLogs.list', summary: 'List audit log entries, newest first', description: 'Entries of your organization, newest first, filtered by action, resourceType, resourceId, userId and from/to. Entries are append-only and hash-chained.', querystring: listAuditQuery, response: { 200: pageSchema(auditEntrySchema), ...errorResponses } },
   }, async (req) => {
     const { rows, total } = await listAudit(db, principalOf(req).organizationId, req.query);
     return page(rows, total, req.query.limit, req.query.offset);
@@ -29,7 +29,7 @@ export async function auditRoutes(app: FastifyInstance) {
     config: { auth },
     schema: {
       tags,
-      summary: 'Verify the hash chain and the latest signed checkpoints; names the first edited, removed or reordered entry, or the first after the last good checkpoint',
+      operationId: 'auditLogs.verify', summary: 'Verify the hash chain and the latest signed checkpoints', description: 'Recomputes the whole hash chain of your organization and checks the latest signed checkpoints; `valid` is false when anything was edited, removed or reordered, and `firstInvalid` names the first such entry, or the first entry after the last good checkpoint. Reads the whole log: slow on large logs.',
       response: { 200: dataSchema(verifySchema), ...errorResponses },
     },
   }, async (req) => one(await verifyChain(db, principalOf(req).organizationId, { signer: audit.signer, pageSize: audit.verifyPageSize })));
@@ -38,7 +38,7 @@ export async function auditRoutes(app: FastifyInstance) {
     config: { auth },
     schema: {
       tags,
-      summary: 'List signed checkpoints of the chain head, newest first, with the public key to verify them offline',
+      operationId: 'auditLogs.listCheckpoints', summary: 'List signed checkpoints of the chain head, newest first, with the public key to verify them offline', description: 'Each checkpoint signs the chain head (Ed25519); with the public key you can verify an exported log offline (`npm run audit:verify-offline`).',
       querystring: listCheckpointsQuery,
       response: { 200: pageSchema(auditCheckpointSchema), ...errorResponses },
     },
@@ -51,9 +51,9 @@ export async function auditRoutes(app: FastifyInstance) {
     config: { auth },
     schema: {
       tags,
-      summary: 'Export matching entries as streamed JSON ({ data: [...] }) or CSV',
+      operationId: 'auditLogs.export', summary: 'Export matching entries as streamed JSON ({ data: [...] }) or CSV', description: 'Streams every matching entry (no page limit) as JSON or CSV; memory stays flat however many rows. CSV cells that would run as spreadsheet formulas are prefixed with a quote.',
       querystring: exportAuditQuery,
-      produces: ['application/json', 'text/csv'],
+      response: { ...exportResponse(auditEntrySchema), ...errorResponses },
     },
   }, async (req, reply) => {
     const { format, ...filters } = req.query;
@@ -62,6 +62,6 @@ export async function auditRoutes(app: FastifyInstance) {
 
   r.get('/audit-logs/:id', {
     config: { auth },
-    schema: { tags, summary: 'Get one audit log entry', params: idParams, response: { 200: dataSchema(auditEntrySchema), ...errorResponses } },
+    schema: { tags, operationId: 'auditLogs.get', summary: 'Get one audit log entry', description: 'One entry, with its checksum and the previous checksum in the chain.', params: idParams, response: { 200: dataSchema(auditEntrySchema), ...errorResponses } },
   }, async (req) => one(await getAudit(db, principalOf(req).organizationId, req.params.id)));
 }

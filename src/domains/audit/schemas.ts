@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isoDateTimeOut } from '../../http/envelope.js';
 import { isoDateTime, pagination, str } from '../../http/validation.js';
 
 export const auditEntrySchema = z
@@ -20,8 +21,8 @@ export const auditEntrySchema = z
     errorMessage: z.string().nullable(),
     checksum: z.string(),
     previousChecksum: z.string(),
-    timestamp: z.string(),
-    createdAt: z.string(),
+    timestamp: isoDateTimeOut(),
+    createdAt: isoDateTimeOut(),
   })
   .meta({ id: 'AuditLogEntry' });
 
@@ -39,7 +40,7 @@ export const auditFilters = {
 export const listAuditQuery = z.object({ ...pagination, ...auditFilters });
 export const exportAuditQuery = z.object({ format: z.enum(['json', 'csv']).default('json'), ...auditFilters });
 
-const checkpointRef = z.object({ seq: z.number().int(), signedAt: z.string(), keyId: z.string() });
+const checkpointRef = z.object({ seq: z.number().int(), signedAt: isoDateTimeOut(), keyId: z.string() });
 
 export const verifySchema = z
   .object({
@@ -63,7 +64,7 @@ export const auditCheckpointSchema = z
     id: z.uuid(),
     seq: z.number().int(),
     checksum: z.string(),
-    signedAt: z.string(),
+    signedAt: isoDateTimeOut(),
     message: z.string().describe('The exact signed text (UTF-8)'),
     signature: z.string().describe('Ed25519 signature of message, base64'),
     keyId: z.string().describe('Hex SHA-256 of the public key in DER (SPKI)'),

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorResponses } from '../../http/envelope.js';
+import { errorResponses, isoDateTimeOut } from '../../http/envelope.js';
 
 const SERVICE = 'agent-governance-control-plane';
 const VERSION = '1.0.0';
@@ -27,7 +27,7 @@ async function within(check: () => Promise<unknown>): Promise<boolean> {
 const healthSchema = z
   .object({
     status: z.enum(['healthy', 'degraded', 'unhealthy']),
-    timestamp: z.string(),
+    timestamp: isoDateTimeOut(),
     service: z.string(),
     version: z.string(),
     database: z.enum(['connected', 'disconnected']),
@@ -52,7 +52,7 @@ export async function healthRoutes(app: FastifyInstance) {
     config: { auth: { anyPrincipal: true, rateLimit: false } },
     schema: {
       tags: ['Health'],
-      summary: 'Service health: database and cache checked for real',
+      operationId: 'health.get', summary: 'Service health: database and cache checked for real', description: 'Checks the database and the shared cache for real (each with a 2 s timeout). 200 when healthy or degraded (one of the two unreachable), 503 when both are down. The unauthenticated probes /livez and /readyz are not part of this API.',
       response: { 200: healthSchema, 503: healthSchema, ...errorResponses },
     },
   }, async (_req, reply) => {

@@ -23,7 +23,7 @@ export async function savedFilterRoutes(app: FastifyInstance) {
 
   r.get('/saved-filters', {
     config: { auth: { anyPrincipal: true } },
-    schema: { tags, summary: 'List your saved filters, newest first', querystring: listSavedFiltersQuery, response: { 200: pageSchema(savedFilterSchema), ...errorResponses } },
+    schema: { tags, operationId: 'savedFilters.list', summary: 'List your saved filters, newest first', description: 'Only the filters of the calling principal (user or API key); other principals never see them.', querystring: listSavedFiltersQuery, response: { 200: pageSchema(savedFilterSchema), ...errorResponses } },
   }, async (req) => {
     const { rows, total } = await svc.listSavedFilters(db, ownerOf(req), req.query);
     return page(rows, total, req.query.limit, req.query.offset);
@@ -31,22 +31,22 @@ export async function savedFilterRoutes(app: FastifyInstance) {
 
   r.post('/saved-filters', {
     config: { auth: { anyPrincipal: true } },
-    schema: { tags, summary: 'Save a filter (snake_case input)', body: createSavedFilterInput, response: { 201: dataSchema(savedFilterSchema), ...errorResponses } },
+    schema: { tags, operationId: 'savedFilters.create', summary: 'Save a filter (snake_case input)', description: 'Input fields are snake_case (`resource_type`, `filter_config`). The filter belongs to the calling principal. Audited (`saved_filter.create`).', body: createSavedFilterInput, response: { 201: dataSchema(savedFilterSchema), ...errorResponses } },
   }, async (req, reply) => reply.code(201).send(one(await svc.createSavedFilter(db, auditContext(req), req.body))));
 
   r.get('/saved-filters/:id', {
     config: { auth: { anyPrincipal: true } },
-    schema: { tags, summary: 'Get one of your saved filters', params: idParams, response: { 200: dataSchema(savedFilterSchema), ...errorResponses } },
+    schema: { tags, operationId: 'savedFilters.get', summary: 'Get one of your saved filters', description: "Another principal's filter is 404, as if it did not exist.", params: idParams, response: { 200: dataSchema(savedFilterSchema), ...errorResponses } },
   }, async (req) => one(svc.savedFilterView(await svc.getSavedFilter(db, ownerOf(req), req.params.id))));
 
   r.put('/saved-filters/:id', {
     config: { auth: { anyPrincipal: true } },
-    schema: { tags, summary: 'Update a saved filter (snake_case input; only given fields change)', params: idParams, body: updateSavedFilterInput, response: { 200: dataSchema(savedFilterSchema), ...errorResponses } },
+    schema: { tags, operationId: 'savedFilters.update', summary: 'Update a saved filter (snake_case input; only given fields change)', description: 'Despite PUT, only the given fields change. Audited (`saved_filter.update`).', params: idParams, body: updateSavedFilterInput, response: { 200: dataSchema(savedFilterSchema), ...errorResponses } },
   }, async (req) => one(await svc.updateSavedFilter(db, auditContext(req), req.params.id, req.body)));
 
   r.delete('/saved-filters/:id', {
     config: { auth: { anyPrincipal: true } },
-    schema: { tags, summary: 'Delete a saved filter permanently', params: idParams, response: { 204: z.null().describe('No content'), ...errorResponses } },
+    schema: { tags, operationId: 'savedFilters.delete', summary: 'Delete a saved filter permanently', description: 'Permanent. Audited (`saved_filter.delete`).', params: idParams, response: { 204: z.null().describe('No content'), ...errorResponses } },
   }, async (req, reply) => {
     await svc.deleteSavedFilter(db, auditContext(req), req.params.id);
     return reply.code(204).send(null);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isoDateTimeOut } from '../../http/envelope.js';
 import { jsonObject, pagination, str } from '../../http/validation.js';
 
 export const RESOURCE_TYPES = ['agents', 'incidents', 'traces', 'policies', 'executions'] as const;
@@ -15,8 +16,8 @@ export const savedFilterSchema = z
     resourceType: resourceTypeEnum,
     filterConfig: z.record(z.string(), z.unknown()),
     isDefault: z.boolean(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    createdAt: isoDateTimeOut(),
+    updatedAt: isoDateTimeOut(),
   })
   .meta({ id: 'SavedFilter' });
 

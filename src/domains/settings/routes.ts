@@ -15,12 +15,12 @@ export async function settingsRoutes(app: FastifyInstance) {
 
   r.get('/settings/security', {
     config: { auth },
-    schema: { tags, summary: 'Get security settings', response: { 200: dataSchema(securitySettingsSchema), ...errorResponses } },
+    schema: { tags, operationId: 'settings.getSecurity', summary: 'Get security settings', description: 'IP allowlist, allowed environments, default key expiry, MFA enforcement and dashboard widgets of your organization.', response: { 200: dataSchema(securitySettingsSchema), ...errorResponses } },
   }, async (req) => one(svc.securityView(await svc.getOrganization(db, principalOf(req).organizationId))));
 
   r.patch('/settings/security', {
     config: { auth },
-    schema: { tags, summary: 'Update security settings (snake_case input)', body: updateSecuritySettingsInput, response: { 200: dataSchema(securitySettingsSchema), ...errorResponses } },
+    schema: { tags, operationId: 'settings.updateSecurity', summary: 'Update security settings (snake_case input)', description: 'Input fields are snake_case (`ip_allowlist`, `allowed_environments`, `default_key_expiry_days`, ...); the response is camelCase. Changes apply to the next request on every instance. Audited (`security_settings.update`).', body: updateSecuritySettingsInput, response: { 200: dataSchema(securitySettingsSchema), ...errorResponses } },
   }, async (req) => {
     const ctx = auditContext(req);
     const forgetOrg = () => app.deps.afterCommit.run('auth: forget security settings', () => app.deps.auth.invalidateOrg(ctx.principal.organizationId));
@@ -29,11 +29,11 @@ export async function settingsRoutes(app: FastifyInstance) {
 
   r.get('/settings/organization', {
     config: { auth },
-    schema: { tags, summary: 'Get organization settings', response: { 200: dataSchema(orgSettingsSchema), ...errorResponses } },
+    schema: { tags, operationId: 'settings.getOrganization', summary: 'Get organization settings', description: 'Name, plan, compliance frameworks and data residency of your organization.', response: { 200: dataSchema(orgSettingsSchema), ...errorResponses } },
   }, async (req) => one(svc.orgView(await svc.getOrganization(db, principalOf(req).organizationId))));
 
   r.patch('/settings/organization', {
     config: { auth },
-    schema: { tags, summary: 'Update organization settings (snake_case input)', body: updateOrgSettingsInput, response: { 200: dataSchema(orgSettingsSchema), ...errorResponses } },
+    schema: { tags, operationId: 'settings.updateOrganization', summary: 'Update organization settings (snake_case input)', description: 'Input fields are snake_case; the response is camelCase. Audited (`organization_settings.update`).', body: updateOrgSettingsInput, response: { 200: dataSchema(orgSettingsSchema), ...errorResponses } },
   }, async (req) => one(await svc.updateOrgSettings(db, auditContext(req), req.body)));
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isoDateTimeOut } from '../../http/envelope.js';
 import { pagination, str } from '../../http/validation.js';
 
 export const teamSchema = z
@@ -8,8 +9,8 @@ export const teamSchema = z
     name: z.string(),
     description: z.string().nullable(),
     memberCount: z.number().int(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    createdAt: isoDateTimeOut(),
+    updatedAt: isoDateTimeOut(),
   })
   .meta({ id: 'Team' });
 
@@ -21,7 +22,7 @@ export const teamMemberSchema = z
     email: z.string().nullable(),
     name: z.string().nullable(),
     role: z.string(),
-    addedAt: z.string(),
+    addedAt: isoDateTimeOut(),
   })
   .meta({ id: 'TeamMember' });
 

@@ -2,7 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { dataSchema, errorResponses, one, page } from '../../http/envelope.js';
+import { dataSchema, errorResponses, exportResponse, one, page } from '../../http/envelope.js';
+import type { RouteExample } from '../../http/openapi.js';
 import { auditContext, principalOf } from '../../http/context.js';
 import { sendExport } from '../../http/export.js';
 import { idParams } from '../../http/validation.js';
@@ -41,12 +42,19 @@ export async function traceRoutes(app: FastifyInstance) {
     config: { auth: { scope: 'trace:write', agentKeys: true, rateLimit: 'ingest' } },
     schema: {
       tags,
-      summary: 'Ingest 1-100 traces (upsert by traceId; partial success)',
+      operationId: 'traces.ingest', summary: 'Ingest 1-100 traces (upsert by traceId; partial success)',
       description:
         'Each item is validated on its own: valid items are stored, invalid ones are reported in `errors` with their index. ' +
         'A later item with the same traceId (in this batch or a later one) updates the trace; fields it omits keep their stored values.',
       body: ingestInput,
       response: { 202: ingestResultSchema, ...errorResponses },
+      'x-example': {
+        request: { traces: [
+          { traceId: 'run-2026-01-15-0001', agentId: 'support-bot-eu', status: 'success', durationMs: 1840, modelName: 'gpt-4o-mini', promptTokens: 412, completionTokens: 96, input: { question: 'Where is my order?' }, output: { answer: 'It ships tomorrow.' } },
+          { traceId: 'run-2026-01-15-0002', agentId: 'no-such-agent' },
+        ] },
+        response: { accepted: 1, failed: 1, traceIds: ['run-2026-01-15-0001'], errors: [{ index: 1, traceId: 'run-2026-01-15-0002', error: 'unknown agent' }] },
+      } satisfies RouteExample,
       // Published in the API description: this route takes larger bodies than the others.
       'x-body-limit': config.INGEST_BODY_LIMIT_BYTES,
     },
@@ -60,8 +68,9 @@ export async function traceRoutes(app: FastifyInstance) {
     config: { auth: read },
     schema: {
       tags,
-      summary: 'List traces, newest first; `search` is full-text (words, "phrases", OR, -exclusions)',
+      operationId: 'traces.list', summary: 'List traces, newest first',
       description:
+        '`search` is full-text: words, "quoted phrases", OR and -exclusions. ' +
         'meta.total is exact up to TRACE_COUNT_EXACT_LIMIT (10,000) matches; beyond that it is PostgreSQL\'s estimate and meta.totalEstimated is true.',
       querystring: listTracesQuery,
       response: {
@@ -71,6 +80,7 @@ export async function traceRoutes(app: FastifyInstance) {
         }),
         ...errorResponses,
       },
+      'x-example': { response: { data: [{ id: '3d2c1b0a-9f8e-4d7c-8b6a-5f4e3d2c1b0a', traceId: 'run-2026-01-15-0001', agentId: '0b5a7f0e-4a8e-4c61-9d0e-6f1f8d2b9c11', parentTraceId: null, timestamp: '2026-01-15T09:31:02.120Z', durationMs: 1840, status: 'success', input: { question: 'Where is my order?' }, output: { answer: 'It ships tomorrow.' }, errorMessage: null, errorType: null, modelName: 'gpt-4o-mini', promptTokens: 412, completionTokens: 96, totalTokens: 508, costUsd: 0.00012, environment: 'production', version: '1.4.0', tags: ['support'], metadata: {}, userId: 'customer-118', sessionId: 'sess-77', spanType: 'root', spanName: 'answer', flagged: false, flagReason: null, createdAt: '2026-01-15T09:31:03.005Z' }], meta: { total: 1, limit: 50, offset: 0 } } } satisfies RouteExample,
     },
   }, async (req) => {
     const { rows, total, estimated } = await q.listTraces(db, principalOf(req), req.query, config.TRACE_COUNT_EXACT_LIMIT);
@@ -80,16 +90,16 @@ export async function traceRoutes(app: FastifyInstance) {
 
   r.get('/traces/stats', {
     config: { auth: { scope: 'analytics:read' } },
-    schema: { tags, summary: 'Aggregate statistics over the last `hours`', querystring: statsQuery, response: { 200: dataSchema(traceStatsSchema), ...errorResponses } },
+    schema: { tags, operationId: 'traces.getStats', summary: 'Aggregate statistics over the last `hours`', description: 'Totals, error rate, duration percentiles, cost and tokens, by status, agent and model, and a time series, over the `hours` ending now.', querystring: statsQuery, response: { 200: dataSchema(traceStatsSchema), ...errorResponses } },
   }, async (req) => one(await q.traceStats(db, principalOf(req), req.query.hours, clock.now())));
 
   r.get('/traces/export', {
     config: { auth: read },
     schema: {
       tags,
-      summary: 'Export matching traces as streamed JSON ({ data: [Trace] }) or CSV (header row of Trace fields; objects as JSON text)',
+      operationId: 'traces.export', summary: 'Export matching traces as JSON or CSV', description: 'Streams every matching trace (no page limit), newest first: JSON `{ data: [Trace] }` or CSV with a header row of Trace fields (objects as JSON text). `startDate`/`endDate` take a date (the end date includes that whole day) or a date-time. CSV cells that would run as spreadsheet formulas are prefixed with a quote.',
       querystring: exportQuery,
-      produces: ['application/json', 'text/csv'],
+      response: { ...exportResponse(traceSchema), ...errorResponses },
     },
   }, async (req, reply) => {
     const { format, startDate, endDate, ...f } = req.query;
@@ -101,7 +111,7 @@ export async function traceRoutes(app: FastifyInstance) {
     config: { auth: read },
     schema: {
       tags,
-      summary: 'Traces similar to one (shared agent, model, status, environment, span type)',
+      operationId: 'traces.listSimilar', summary: 'Traces similar to one (shared agent, model, status, environment, span type)', description: 'Scored by what they share with the reference trace (agent weighs most, then model, status, environment, span type), best first, with the score in `similarityScore`.',
       params: idParams,
       querystring: similarQuery,
       response: { 200: z.object({ data: z.array(similarTraceSchema), meta: z.object({ referenceTraceId: z.uuid(), total: z.number().int() }) }), ...errorResponses },
@@ -113,14 +123,14 @@ export async function traceRoutes(app: FastifyInstance) {
 
   r.get('/traces/:id', {
     config: { auth: read },
-    schema: { tags, summary: 'Get a trace with relatedTraces (same parent or session)', params: idParams, response: { 200: dataSchema(traceWithRelatedSchema), ...errorResponses } },
+    schema: { tags, operationId: 'traces.get', summary: 'Get a trace with relatedTraces (same parent or session)', description: '`relatedTraces` are the traces with the same parent or the same session.', params: idParams, response: { 200: dataSchema(traceWithRelatedSchema), ...errorResponses } },
   }, async (req) => one(await q.getTraceWithRelated(db, principalOf(req), req.params.id)));
 
   r.get('/traces/:id/tree', {
     config: { auth: read },
     schema: {
       tags,
-      summary: 'The span hierarchy below a trace (recursive by parentTraceId)',
+      operationId: 'traces.getTree', summary: 'The span hierarchy below a trace (recursive by parentTraceId)', description: 'Follows parentTraceId downwards from the trace.',
       params: idParams,
       response: { 200: dataSchema(z.object({ root: traceSchema, children: z.array(traceTreeNodeSchema) })), ...errorResponses },
     },
@@ -128,14 +138,14 @@ export async function traceRoutes(app: FastifyInstance) {
 
   r.get('/traces/:id/children', {
     config: { auth: read },
-    schema: { tags, summary: 'Direct children of a trace', params: idParams, response: { 200: dataSchema(z.array(traceSchema)), ...errorResponses } },
+    schema: { tags, operationId: 'traces.listChildren', summary: 'Direct children of a trace', description: "Traces whose parentTraceId is this trace's traceId.", params: idParams, response: { 200: dataSchema(z.array(traceSchema)), ...errorResponses } },
   }, async (req) => one(await q.childrenOf(db, principalOf(req), req.params.id)));
 
   r.patch('/traces/:id/flag', {
     config: { auth: { scope: 'trace:write' } },
     schema: {
       tags,
-      summary: 'Flag or unflag a trace for human review',
+      operationId: 'traces.flag', summary: 'Flag or unflag a trace for human review', description: 'The body is optional: no body flags the trace; `{ "flagged": false }` clears the flag. Audited (`trace.flag` / `trace.unflag`).',
       params: idParams,
       body: flagInput.optional(),
       response: { 200: z.object({ message: z.string(), data: z.object({ id: z.uuid() }) }), ...errorResponses },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isoDateTimeOut } from '../../http/envelope.js';
 import { environmentEnum, isoDateTime, jsonObject, pagination, str } from '../../http/validation.js';
 
 export const TRACE_STATUSES = ['success', 'error', 'timeout', 'policy_blocked', 'limit_exceeded'] as const;
@@ -82,7 +83,7 @@ export const traceSchema = z
     traceId: z.string(),
     agentId: z.uuid(),
     parentTraceId: z.string().nullable(),
-    timestamp: z.string(),
+    timestamp: isoDateTimeOut(),
     durationMs: z.number().int().nullable(),
     status: z.enum(TRACE_STATUSES),
     input: z.record(z.string(), z.unknown()).nullable(),
@@ -104,7 +105,7 @@ export const traceSchema = z
     spanName: z.string().nullable(),
     flagged: z.boolean(),
     flagReason: z.string().nullable(),
-    createdAt: z.string(),
+    createdAt: isoDateTimeOut(),
   })
   .meta({ id: 'Trace' });
 
@@ -152,7 +153,7 @@ export const traceTreeNodeSchema: z.ZodType<unknown> = traceSchema
 
 export const similarTraceSchema = traceSchema.extend({ similarityScore: z.number() }).meta({ id: 'SimilarTrace' });
 
-const bucketSchema = z.object({ bucket: z.string(), total: z.number().int(), errors: z.number().int(), costUsd: z.number() });
+const bucketSchema = z.object({ bucket: isoDateTimeOut(), total: z.number().int(), errors: z.number().int(), costUsd: z.number() });
 export const traceStatsSchema = z
   .object({
     hours: z.number().int(),
