@@ -6,12 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { DestinationStream } from 'pino';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler } from 'fastify-type-provider-zod';
 import type { ResponseCache } from './lib/response-cache.js';
 import { trustProxyOption } from './lib/ip.js';
 import { serializeError } from './lib/log-error.js';
 import { Authenticator, registerAuth, UsageRecorder } from './http/auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
+import { registerStrictInput } from './http/strict-input.js';
 import { registerDeprecatedAlias, rewriteDeprecatedAlias } from './http/deprecation.js';
 import { OneLinePerRequest } from './http/request-log.js';
 import { registerOpenApi } from './http/openapi.js';
@@ -70,7 +71,7 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors: frameworkErrorHandler,
   });
-  app.setValidatorCompiler(validatorCompiler);
+  registerStrictInput(app);
   app.setSerializerCompiler(serializerCompiler);
 
   deps.afterCommit.useLogger(app.log);

@@ -117,7 +117,12 @@ describe('update, archive, pause, resume, kill switch', () => {
     expect((await o.req({ method: 'GET', url: `/api/v1/agents/${b.id}` })).json().data.status).toBe('active');
     const all = await o.req({ method: 'POST', url: '/api/v1/agents/kill-switch', payload: { reason: 'all' } });
     expect(all.json().data.pausedCount).toBe(1);
-    expect((await o.req({ method: 'POST', url: '/api/v1/agents/kill-switch', payload: {} })).statusCode).toBe(422);
+    // The body is optional (contract.md): no reason is the default reason.
+    const d = await register(o, { environment: 'development' });
+    const bare = await o.req({ method: 'POST', url: '/api/v1/agents/kill-switch' });
+    expect(bare.statusCode).toBe(200);
+    expect(bare.json().data).toMatchObject({ pausedCount: 1, agentIds: [d.id], reason: 'Kill switch activated' });
+    expect((await o.req({ method: 'POST', url: '/api/v1/agents/kill-switch', payload: { reason: '' } })).statusCode).toBe(422);
   });
 });
 

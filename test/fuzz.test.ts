@@ -44,6 +44,8 @@ interface Expectation {
   mayAccept?: boolean;
   /** 422 `fields` must name these paths (or a parent or child of them). */
   fields?: string[];
+  /** 422 `fields` entries (by exact path) whose message must match. */
+  messages?: Record<string, RegExp>;
 }
 
 interface Req {
@@ -187,6 +189,10 @@ function check(r: Req, res: Res, e: Expectation) {
     if (keys.length === 0) fail('422 names no field (validation let a value through to the database)');
     for (const want of e.fields ?? []) {
       if (!keys.some((k) => k === want || want.startsWith(`${k}.`) || k.startsWith(`${want}.`))) fail(`fields do not name ${want}`);
+    }
+    for (const [path, re] of Object.entries(e.messages ?? {})) {
+      const got = (f as Record<string, string>)[path];
+      if (!re.test(got ?? '')) fail(`fields.${path} is ${JSON.stringify(got)}, expected ${re}`);
     }
   }
 }
@@ -656,7 +662,9 @@ describe('fuzz: every documented operation rejects bad input with a 4xx error bo
   }, TIMEOUT);
 
   it('malformed JSON (and prototype poisoning) is 400 BAD_REQUEST', async () => {
+    // A body of JSON whitespace only is no body (docs/decisions.md "Strict inputs"), not malformed JSON.
     const parses = (s: string) => {
+      if (/^[ \t\n\r]*$/.test(s)) return true;
       try {
         JSON.parse(s.replace(/^\uFEFF/, ''));
         return true;
@@ -665,7 +673,7 @@ describe('fuzz: every documented operation rejects bad input with a 4xx error bo
       }
     };
     const edges = [
-      '', ' ', '{', '}', '[', '{"a":', '{"a":1,}', "{'a':1}", 'NaN', 'Infinity', '-', '01', '{"a":01}', '[1,2', '{"a":undefined}', '{a:1}',
+      '{', '}', '[', '{"a":', '{"a":1,}', "{'a':1}", 'NaN', 'Infinity', '-', '01', '{"a":01}', '[1,2', '{"a":undefined}', '{a:1}',
       '"unterminated', '{"a":"\\x41"}', '{"a":"\\u12"}', '\u0000', '{"a":1}garbage', '{"a":1}{"b":2}', '// c\n{}', '{"a":1 /* c */}', 'tru', 'nul',
       '{"a":"\u0001"}', '\u00a0{}', '{"a":1e}', '{"a":.5}', '{"a":+1}', '{"a":0x10}', '\uFEFF\uFEFF{}',
       '{"__proto__":{"isAdmin":true}}', '{"a":{"__proto__":{"x":1}}}', '{"constructor":{"prototype":{"x":1}}}',
@@ -726,6 +734,10 @@ describe('fuzz: every documented operation rejects bad input with a 4xx error bo
         const qs = pairs.map((p) => ('raw' in p ? p.raw : `${pct(p.key)}=${pct(p.value)}`)).join('&');
         const r = requestOf(op, undefined, { url: urlOf(op, {}, qs) });
         const bad: string[] = [];
+        // A parameter the operation does not declare is refused, named (docs/decisions.md "Strict inputs").
+        const declaredNames = new Set(params.map((q) => q.name));
+        const unknown = pairs.filter((p): p is { key: string; value: string } => 'key' in p && p.key !== '' && !declaredNames.has(p.key));
+        if (unknown.length > 0) return [r, { status: [422], fields: [...new Set(unknown.map((p) => p.key))].filter((k) => !/[./]/.test(k)) }];
         for (const q of params) {
           const values = pairs.filter((p): p is { key: string; value: string } => 'key' in p && p.key === q.name).map((p) => p.value);
           if (values.length === 0) continue;
@@ -737,8 +749,53 @@ describe('fuzz: every documented operation rejects bad input with a 4xx error bo
           const v = isNumeric(q.schema) ? Number(values[0]) : values[0];
           if (definitelyInvalid(doc, q.schema, v)) bad.push(q.name);
         }
-        return [r, bad.length ? { status: [422], fields: bad } : { mayAccept: true }];
+        if (bad.length) return [r, { status: [422], fields: bad }];
+        // A raw pair or an empty name may parse into a name the operation does not know (then 422), or into nothing.
+        return [r, { mayAccept: true }];
       });
+    });
+  }, TIMEOUT);
+
+  it('an unknown body field or query parameter is 422 naming it, with a did-you-mean for another case style', async () => {
+    // camelCase <-> snake_case, or a capital for a one-word name: "the same name in another case style".
+    const restyle = (name: string) =>
+      name.includes('_')
+        ? name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+        : /[A-Z]/.test(name)
+          ? name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+          : name.charAt(0).toUpperCase() + name.slice(1);
+    const didYouMean = (name: string) => new RegExp(`^unknown field \\(did you mean ${name}\\?\\)$`);
+    const UNKNOWN = 'fuzzUnknownField';
+    // An object is closed unless the document opens it (`additionalProperties: {}` for a looseObject or a record).
+    const closed = (o: JsonSchema | undefined): o is JsonSchema => !!o?.properties && (o.additionalProperties === undefined || o.additionalProperties === false);
+    await eachOp(ops, async (op) => {
+      const cases: Array<[Req, Expectation]> = [];
+      const withQuery = (extra: string) => urlOf(op, {}, [requiredQuery(op), extra].filter(Boolean).join('&'));
+      cases.push([requestOf(op, undefined, { url: withQuery(`${UNKNOWN}=1`) }), { status: [422], fields: [UNKNOWN], messages: { [UNKNOWN]: /^unknown field$/ } }]);
+      for (const q of op.query) {
+        const alias = restyle(q.name);
+        cases.push([requestOf(op, undefined, { url: withQuery(`${pct(alias)}=1`) }), { status: [422], messages: { [alias]: didYouMean(q.name) } }]);
+      }
+      if (op.body) {
+        const base = baselineOf(op);
+        const body = (value: unknown) => requestOf(op, JSON.stringify(value));
+        const top = branchOf(op.body, 'object');
+        if (closed(top)) {
+          cases.push([body(setAt(base, [UNKNOWN], 1)), { status: [422], fields: [UNKNOWN], messages: { [UNKNOWN]: /^unknown field$/ } }]);
+          for (const k of Object.keys(top.properties ?? {})) {
+            const alias = restyle(k);
+            cases.push([body(setAt(base, [alias], 1)), { status: [422], messages: { [alias]: didYouMean(k) } }]);
+          }
+        }
+        // Nested objects that the document says are closed refuse unknown keys too.
+        for (const tg of targetsOf(op.body)) {
+          const obj = branchOf(tg.schema, 'object');
+          if (!closed(obj)) continue;
+          const path = [...tg.path, UNKNOWN];
+          cases.push([body(setAt(base, path, 1)), { status: [422], fields: [path.join('.')] }]);
+        }
+      }
+      for (const [r, e] of cases) check(r, await send('unknown-field', op, r), e);
     });
   }, TIMEOUT);
 

@@ -25,21 +25,39 @@ export const statusOf = (err: DomainError) => STATUS_OF[err.code as ErrorCode] ?
 interface ValidationIssue {
   instancePath?: string;
   message?: string;
-  params?: { issue?: { path?: PropertyKey[]; message?: string } };
+  keyword?: string;
+  params?: { maximum?: unknown; minimum?: unknown; origin?: string };
 }
 
-/** Turns zod issues into `{ "a.b.0": "message" }` using the input's own field names. */
-function fieldsFrom(issues: ValidationIssue[]): Record<string, string> {
+/**
+ * zod's `int()` adds its own safe-integer bound: for `limit=99999999999999999999` it would say
+ * "<= 9007199254740991" beside the route's "<= 100". The route's own bound is the one to speak
+ * (docs/decisions.md "Strict inputs"), so the safe-integer issue counts only when it is alone.
+ */
+const isSafeIntegerBound = (v: ValidationIssue) =>
+  v.params?.origin === 'int' &&
+  ((v.keyword === 'too_big' && v.params.maximum === Number.MAX_SAFE_INTEGER) ||
+    (v.keyword === 'too_small' && v.params.minimum === Number.MIN_SAFE_INTEGER));
+
+/**
+ * Turns zod issues into `{ "a.b.0": "message" }` using the input's own field names. A problem with
+ * the whole input is named after the part: `body` or `query`, never an empty or made-up key.
+ */
+export function fieldsFrom(issues: ValidationIssue[], part: string | undefined): Record<string, string> {
   const fields: Record<string, string> = {};
-  for (const v of issues) {
-    const path = v.params?.issue?.path;
-    const key =
-      path && path.length > 0
-        ? path.map(String).join('.')
-        : (v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') || '_';
-    fields[key] ??= v.params?.issue?.message ?? v.message ?? 'Invalid value';
+  const whole = part === 'querystring' ? 'query' : (part ?? 'body');
+  const ordered = [...issues.filter((v) => !isSafeIntegerBound(v)), ...issues.filter(isSafeIntegerBound)];
+  for (const v of ordered) {
+    const key = (v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') || whole;
+    // Own keys only: a field named like an Object.prototype member (`valueOf`) must still be reported.
+    if (!Object.hasOwn(fields, key)) fields[key] = v.message ?? 'Invalid value';
   }
   return fields;
+}
+
+/** The methods the router serves for a URL (none when the path is unknown), HEAD with GET. */
+function allowedMethods(app: FastifyInstance, url: string): string[] {
+  return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((method) => app.findRoute({ method, url }) !== null);
 }
 
 /**
@@ -60,6 +78,14 @@ export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest
 /** Registers the error and not-found handlers on an app. */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setNotFoundHandler((request, reply) => {
+    // A known path with another method: 405 with the methods it has (RFC 9110 §15.5.6).
+    const allow = allowedMethods(app, request.url.split('?')[0]);
+    if (allow.length > 0) {
+      reply.header('Allow', allow.join(', '));
+      return reply.code(405).send({
+        error: { code: 'METHOD_NOT_ALLOWED', message: `Method ${request.method} not allowed; use ${allow.join(', ')}` },
+      });
+    }
     reply.code(404).send({ error: { code: 'NOT_FOUND', message: `Route ${request.method} ${request.url.split('?')[0]} not found` } });
   });
 
@@ -85,7 +111,7 @@ export function registerErrorHandling(app: FastifyInstance) {
         return reply.code(404).send({ error: { code: 'NOT_FOUND', message: 'Resource not found' } });
       }
       return reply.code(422).send({
-        error: { code: 'VALIDATION_ERROR', message: 'Request validation failed', fields: fieldsFrom(err.validation as ValidationIssue[]) },
+        error: { code: 'VALIDATION_ERROR', message: 'Request validation failed', fields: fieldsFrom(err.validation as ValidationIssue[], err.validationContext) },
       });
     }
     if (isResponseSerializationError(err)) {

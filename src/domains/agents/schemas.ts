@@ -88,7 +88,7 @@ export const listAgentsQuery = z.object({
 
 export const pauseInput = z.object({ reason: str(1, 1000).optional() }).meta({ id: 'PauseAgentInput' });
 export const killSwitchInput = z
-  .object({ reason: str(1, 1000), environment: environmentEnum.optional() })
+  .object({ reason: str(1, 1000).default('Kill switch activated'), environment: environmentEnum.optional() })
   .meta({ id: 'KillSwitchInput' });
 
 export const budgetInput = z

@@ -4,6 +4,7 @@ import type { Db, Executor, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
 import { agents } from '../../db/schema/index.js';
 import { conflict, invalidTransition, notFound, validation } from '../../core/errors.js';
+import { changedFields } from '../../core/changes.js';
 import type { Actor } from '../../core/actor.js';
 import type { Environment } from '../../http/validation.js';
 import { apiKeyView, deleteKeyOfAgent, generateKey, insertKey, listKeysOfAgent, resolveExpiry } from '../api-keys/index.js';
@@ -141,14 +142,13 @@ export async function updateAgent(db: Db, ctx: AuditContext, id: string, input: 
   return db.transaction(async (tx) => {
     const before = await getAgent(tx, ctx.principal, id, true);
     await checkRefs(tx, orgId, input);
-    const set: Partial<typeof agents.$inferInsert> = { updatedAt: new Date() };
-    for (const k of ['name', 'description', 'tags', 'metadata', 'ownerUserId', 'teamId', 'deploymentUrl'] as const) {
-      if (input[k] !== undefined) (set as Record<string, unknown>)[k] = input[k];
-    }
-    const [row] = await tx.update(agents).set(set).where(scoped(orgId, id)).returning();
+    const { name, description, tags, metadata, ownerUserId, teamId, deploymentUrl } = input;
+    const set = changedFields(before, { name, description, tags, metadata, ownerUserId, teamId, deploymentUrl });
+    if (!set) return agentView(before, ctx.clock.now());
+    const [row] = await tx.update(agents).set({ ...set, updatedAt: new Date() }).where(scoped(orgId, id)).returning();
     const view = agentView(row, ctx.clock.now());
     await writeAudit(tx, ctx, { action: 'agent.update', resourceType: 'agent', resourceId: id, before: agentView(before, ctx.clock.now()), after: view });
-    await emit(tx, orgId, 'agent_updated', id, { agent: view, changes: Object.keys(input) });
+    await emit(tx, orgId, 'agent_updated', id, { agent: view, changes: Object.keys(set) });
     return view;
   });
 }

@@ -3,6 +3,7 @@ import { and, count, desc, eq, isNull, type SQL } from 'drizzle-orm';
 import type { Db, Executor } from '../../db/client.js';
 import { apiKeys } from '../../db/schema/index.js';
 import { forbidden, notFound } from '../../core/errors.js';
+import { changedFields } from '../../core/changes.js';
 import type { Scope } from '../../http/principal.js';
 import type { Environment } from '../../http/validation.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
@@ -130,25 +131,26 @@ export async function getApiKey(db: Executor, orgId: string, id: string) {
 export async function updateApiKey(db: Db, ctx: AuditContext, canGrantAdmin: boolean, id: string, input: UpdateApiKeyInput, onChanged: (hash: string) => Promise<void>) {
   if (input.scopes?.includes('admin') && !canGrantAdmin) throw forbidden('Only an admin may grant scope admin');
   const orgId = ctx.principal.organizationId;
-  const out = await db.transaction(async (tx) => {
+  const { row: out, changed } = await db.transaction(async (tx) => {
     const before = await getApiKey(tx, orgId, id);
+    const set = changedFields(before, {
+      name: input.name,
+      description: input.description,
+      scopes: input.scopes && [...new Set(input.scopes)],
+      isActive: input.isActive,
+      expiresAt: input.expiresAt === undefined ? undefined : input.expiresAt === null ? null : new Date(input.expiresAt),
+      ipAllowlist: input.ipAllowlist,
+    });
+    if (!set) return { row: before, changed: false };
     const [row] = await tx
       .update(apiKeys)
-      .set({
-        ...(input.name !== undefined ? { name: input.name } : {}),
-        ...(input.description !== undefined ? { description: input.description } : {}),
-        ...(input.scopes !== undefined ? { scopes: [...new Set(input.scopes)] } : {}),
-        ...(input.isActive !== undefined ? { isActive: input.isActive } : {}),
-        ...(input.expiresAt !== undefined ? { expiresAt: input.expiresAt === null ? null : new Date(input.expiresAt) } : {}),
-        ...(input.ipAllowlist !== undefined ? { ipAllowlist: input.ipAllowlist } : {}),
-        updatedAt: new Date(),
-      })
+      .set({ ...set, updatedAt: new Date() })
       .where(orgKey(orgId, id))
       .returning();
     await writeAudit(tx, ctx, { action: 'api_key.update', resourceType: 'api_key', resourceId: id, before: apiKeyView(before), after: apiKeyView(row) });
-    return row;
+    return { row, changed: true };
   });
-  await onChanged(out.keyHash);
+  if (changed) await onChanged(out.keyHash);
   return apiKeyView(out);
 }
 

@@ -3,6 +3,7 @@ import { and, count, desc, eq, ne, sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor, Tx } from '../../db/client.js';
 import { savedFilters } from '../../db/schema/index.js';
 import { notFound } from '../../core/errors.js';
+import { changedFields } from '../../core/changes.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import type { CreateSavedFilterInput, ResourceType, UpdateSavedFilterInput } from './schemas.js';
 
@@ -89,15 +90,12 @@ export async function updateSavedFilter(db: Db, ctx: AuditContext, id: string, i
   const o: Owner = { organizationId: ctx.principal.organizationId, userId: ctx.principal.userId };
   return db.transaction(async (tx) => {
     const before = await getSavedFilter(tx, o, id);
-    if (input.is_default) await clearDefault(tx, o, before.resourceType, id);
+    const set = changedFields(before, { name: input.name, filterConfig: input.filter_config, isDefault: input.is_default });
+    if (!set) return savedFilterView(before);
+    if (set.isDefault) await clearDefault(tx, o, before.resourceType, id);
     const [row] = await tx
       .update(savedFilters)
-      .set({
-        ...(input.name !== undefined ? { name: input.name } : {}),
-        ...(input.filter_config !== undefined ? { filterConfig: input.filter_config } : {}),
-        ...(input.is_default !== undefined ? { isDefault: input.is_default } : {}),
-        updatedAt: new Date(),
-      })
+      .set({ ...set, updatedAt: new Date() })
       .where(owned(o, id))
       .returning();
     // A concurrent delete between the read and the update leaves nothing to update.

@@ -4,6 +4,7 @@ import type { Db, Executor } from '../../db/client.js';
 import { organizations } from '../../db/schema/index.js';
 import { notFound, validation } from '../../core/errors.js';
 import { compileAllowlist, ipAllowed } from '../../lib/ip.js';
+import { changedFields } from '../../core/changes.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import type { UpdateOrgSettingsInput, UpdateSecuritySettingsInput } from './schemas.js';
 
@@ -44,24 +45,25 @@ export async function updateSecurity(db: Db, ctx: AuditContext, input: UpdateSec
     throw validation({ ip_allowlist: `must include the caller's own address (${ctx.ip})` }, 'The new allowlist would lock you out');
   }
   const orgId = ctx.principal.organizationId;
-  const row = await db.transaction(async (tx) => {
+  const { row, changed } = await db.transaction(async (tx) => {
     const before = await load(tx, orgId, true);
+    const set = changedFields(before, {
+      ipAllowlist: input.ip_allowlist,
+      allowedEnvironments: input.allowed_environments && [...new Set(input.allowed_environments)],
+      defaultKeyExpiryDays: input.default_key_expiry_days,
+      enforceMfa: input.enforce_mfa,
+      dashboardWidgets: input.dashboard_widgets,
+    });
+    if (!set) return { row: before, changed: false };
     const [row] = await tx
       .update(organizations)
-      .set({
-        ...(input.ip_allowlist !== undefined ? { ipAllowlist: input.ip_allowlist } : {}),
-        ...(input.allowed_environments !== undefined ? { allowedEnvironments: [...new Set(input.allowed_environments)] } : {}),
-        ...(input.default_key_expiry_days !== undefined ? { defaultKeyExpiryDays: input.default_key_expiry_days } : {}),
-        ...(input.enforce_mfa !== undefined ? { enforceMfa: input.enforce_mfa } : {}),
-        ...(input.dashboard_widgets !== undefined ? { dashboardWidgets: input.dashboard_widgets } : {}),
-        updatedAt: new Date(),
-      })
+      .set({ ...set, updatedAt: new Date() })
       .where(eq(organizations.id, orgId))
       .returning();
     await writeAudit(tx, ctx, { action: 'security_settings.update', resourceType: 'security_settings', resourceId: orgId, before: securityView(before), after: securityView(row) });
-    return row;
+    return { row, changed: true };
   });
-  await onChanged();
+  if (changed) await onChanged();
   return securityView(row);
 }
 
@@ -70,14 +72,11 @@ export async function updateOrgSettings(db: Db, ctx: AuditContext, input: Update
   const orgId = ctx.principal.organizationId;
   return db.transaction(async (tx) => {
     const before = await load(tx, orgId, true);
+    const set = changedFields(before, { plan: input.plan, complianceFrameworks: input.compliance_frameworks, dataResidency: input.data_residency });
+    if (!set) return orgView(before);
     const [row] = await tx
       .update(organizations)
-      .set({
-        ...(input.plan !== undefined ? { plan: input.plan } : {}),
-        ...(input.compliance_frameworks !== undefined ? { complianceFrameworks: input.compliance_frameworks } : {}),
-        ...(input.data_residency !== undefined ? { dataResidency: input.data_residency } : {}),
-        updatedAt: new Date(),
-      })
+      .set({ ...set, updatedAt: new Date() })
       .where(eq(organizations.id, orgId))
       .returning();
     await writeAudit(tx, ctx, { action: 'organization_settings.update', resourceType: 'organization_settings', resourceId: orgId, before: orgView(before), after: orgView(row) });

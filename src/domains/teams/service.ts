@@ -3,6 +3,7 @@ import { and, asc, count, eq, ilike, isNull, ne, or, sql, type SQL } from 'drizz
 import type { Db, Executor, Tx } from '../../db/client.js';
 import { teamMembers, teams, users } from '../../db/schema/index.js';
 import { conflict, notFound } from '../../core/errors.js';
+import { changedFields } from '../../core/changes.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import { findUser } from '../users/index.js';
 import type { AddTeamMemberInput, CreateTeamInput, UpdateTeamInput } from './schemas.js';
@@ -160,14 +161,12 @@ export async function updateTeam(db: Db, ctx: AuditContext, id: string, input: U
   const orgId = ctx.principal.organizationId;
   return db.transaction(async (tx) => {
     const before = await loadTeam(tx, orgId, id, 'update');
-    if (input.name !== undefined && input.name !== before.name) await claimName(tx, orgId, input.name, id);
+    const set = changedFields(before, { name: input.name, description: input.description });
+    if (!set) return teamView(before, before.memberCount);
+    if (set.name !== undefined) await claimName(tx, orgId, set.name, id);
     const [row] = await tx
       .update(teams)
-      .set({
-        ...(input.name !== undefined ? { name: input.name } : {}),
-        ...(input.description !== undefined ? { description: input.description } : {}),
-        updatedAt: new Date(),
-      })
+      .set({ ...set, updatedAt: new Date() })
       .where(liveTeam(orgId, id))
       .returning();
     const after = teamView(row, before.memberCount);

@@ -15,35 +15,42 @@ const traceTimestamp = isoDateTime()
 // Trace bodies are larger than settings objects: deeper and bigger, still bounded.
 const payload = () => jsonObject(64, 200_000);
 
-/** One item of POST /traces/ingest. Fields absent on an update keep their stored values. */
-export const ingestItemSchema = z
-  .object({
-    traceId: str(1, 255),
-    agentId: str(1, 255).optional().describe('External agent id (or use agentUuid, or an agent-scoped key)'),
-    agentUuid: z.uuid().optional(),
-    parentTraceId: str(1, 255).nullable().optional(),
-    timestamp: traceTimestamp.optional().describe('Defaults to the time of ingestion'),
-    durationMs: count.nullable().optional(),
-    status: z.enum(TRACE_STATUSES).optional().describe('Defaults to success on first ingestion'),
-    input: payload().nullable().optional(),
-    output: payload().nullable().optional(),
-    errorMessage: str(0, 10_000).nullable().optional(),
-    errorType: str(0, 255).nullable().optional(),
-    modelName: str(0, 255).nullable().optional(),
-    promptTokens: count.nullable().optional(),
-    completionTokens: count.nullable().optional(),
-    totalTokens: count.nullable().optional(),
-    costUsd: z.number().min(0).max(1e9).nullable().optional().describe('Estimated from modelName and tokens when absent'),
-    environment: environmentEnum.optional().describe("Defaults to the agent's environment"),
-    version: str(0, 100).nullable().optional(),
-    tags: z.array(str(1, 100)).max(50).nullable().optional(),
-    metadata: jsonObject().nullable().optional(),
-    userId: str(0, 255).nullable().optional(),
-    sessionId: str(0, 255).nullable().optional(),
-    spanType: z.enum(SPAN_TYPES).optional().describe('Defaults to custom'),
-    spanName: str(0, 255).nullable().optional(),
-  })
-  .meta({ id: 'IngestTraceItem' });
+/** The fields of one item of POST /traces/ingest. Fields absent on an update keep their stored values. */
+const ingestItemFields = {
+  traceId: str(1, 255),
+  agentId: str(1, 255).optional().describe('External agent id (or use agentUuid, or an agent-scoped key)'),
+  agentUuid: z.uuid().optional(),
+  parentTraceId: str(1, 255).nullable().optional(),
+  timestamp: traceTimestamp.optional().describe('Defaults to the time of ingestion'),
+  durationMs: count.nullable().optional(),
+  status: z.enum(TRACE_STATUSES).optional().describe('Defaults to success on first ingestion'),
+  input: payload().nullable().optional(),
+  output: payload().nullable().optional(),
+  errorMessage: str(0, 10_000).nullable().optional(),
+  errorType: str(0, 255).nullable().optional(),
+  modelName: str(0, 255).nullable().optional(),
+  promptTokens: count.nullable().optional(),
+  completionTokens: count.nullable().optional(),
+  totalTokens: count.nullable().optional(),
+  costUsd: z.number().min(0).max(1e9).nullable().optional().describe('Estimated from modelName and tokens when absent'),
+  environment: environmentEnum.optional().describe("Defaults to the agent's environment"),
+  version: str(0, 100).nullable().optional(),
+  tags: z.array(str(1, 100)).max(50).nullable().optional(),
+  metadata: jsonObject().nullable().optional(),
+  userId: str(0, 255).nullable().optional(),
+  sessionId: str(0, 255).nullable().optional(),
+  spanType: z.enum(SPAN_TYPES).optional().describe('Defaults to custom'),
+  spanName: str(0, 255).nullable().optional(),
+};
+
+/**
+ * One ingest item as documented: unknown keys are tolerated, since SDKs add fields
+ * (docs/decisions.md "Strict inputs"); the OpenAPI document says so (`additionalProperties: {}`).
+ */
+export const ingestItemDocumented = z.looseObject(ingestItemFields).meta({ id: 'IngestTraceItem' });
+
+/** How an ingest item is parsed: the documented fields; unknown keys are dropped, never stored. */
+export const ingestItemSchema = z.object(ingestItemFields);
 
 export type IngestItem = z.infer<typeof ingestItemSchema>;
 
