@@ -232,8 +232,10 @@ export function derivedErrorStatuses(f: Pick<RouteFacts, 'auth' | 'body' | 'quer
     s.add('403');
     if (f.auth.rateLimit !== false) s.add('429');
   }
-  if (f.body) for (const c of ['400', '413', '415', '422']) s.add(c);
-  if (f.query) s.add('422');
+  if (f.body) for (const c of ['400', '413', '415']) s.add(c);
+  // Every operation refuses what it does not take: an unknown query parameter, or a body where none
+  // is declared, is 422 (docs/decisions.md, "Strict inputs").
+  s.add('422');
   if (f.params) s.add('404');
   return [...s];
 }
