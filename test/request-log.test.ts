@@ -27,9 +27,10 @@ describe('request log', () => {
 
   it('logs failed requests the same way, with the path the client sent', async ({ org }) => {
     const res = await org.req({ method: 'GET', url: '/api/agents/00000000-0000-0000-0000-000000000000?x=1', headers: { 'x-request-id': 'log-test-2' } });
-    expect(res.statusCode).toBe(404);
+    // The operation takes no query parameter, so `x` is refused (docs/decisions.md, "Strict inputs").
+    expect(res.statusCode).toBe(422);
     expect(linesOf('log-test-2')).toEqual([
-      expect.objectContaining({ msg: 'request', method: 'GET', path: '/api/agents/00000000-0000-0000-0000-000000000000', statusCode: 404 }),
+      expect.objectContaining({ msg: 'request', method: 'GET', path: '/api/agents/00000000-0000-0000-0000-000000000000', statusCode: 422 }),
     ]);
   });
 });
