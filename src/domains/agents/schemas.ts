@@ -18,7 +18,7 @@ export const agentSchema = z
     agentId: z.string(),
     name: z.string(),
     description: z.string().nullable(),
-    type: z.string(),
+    type: z.enum(AGENT_TYPES),
     platform: z.enum(PLATFORMS),
     frameworkVersion: z.string().nullable(),
     modelProvider: z.string().nullable(),

@@ -12,7 +12,7 @@ import { isLiveTeam } from '../teams/index.js';
 import { findUser } from '../users/index.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import { emit } from '../events/outbox.js';
-import type { BudgetInput, ListAgentsQuery, RegisterAgentInput, UpdateAgentInput } from './schemas.js';
+import { AGENT_STATUSES, AGENT_TYPES, BUDGET_ACTIONS, HEALTH, PLATFORMS, type BudgetInput, type ListAgentsQuery, type RegisterAgentInput, type UpdateAgentInput } from './schemas.js';
 
 type Row = typeof agents.$inferSelect;
 
@@ -32,22 +32,23 @@ export const agentView = (r: Row, now: Date) => ({
   agentId: r.agentId,
   name: r.name,
   description: r.description,
-  type: r.type,
-  platform: r.platform as 'custom',
+  // The columns are text; inserts take only these schemas' enum values (./schemas.ts).
+  type: r.type as (typeof AGENT_TYPES)[number],
+  platform: r.platform as (typeof PLATFORMS)[number],
   frameworkVersion: r.frameworkVersion,
   modelProvider: r.modelProvider,
   ownerUserId: r.ownerUserId,
   teamId: r.teamId,
   environment: r.environment as Environment,
   deploymentUrl: r.deploymentUrl,
-  status: r.status as 'active',
-  healthStatus: r.healthStatus as 'unknown',
+  status: r.status as (typeof AGENT_STATUSES)[number],
+  healthStatus: r.healthStatus as (typeof HEALTH)[number],
   lastSeenAt: iso(r.lastSeenAt),
   pausedAt: iso(r.pausedAt),
   pausedBy: r.pausedBy,
   pauseReason: r.pauseReason,
   monthlyBudgetUsd: r.monthlyBudgetUsd,
-  budgetAction: r.budgetAction as 'alert',
+  budgetAction: r.budgetAction as (typeof BUDGET_ACTIONS)[number],
   currentMonthCostUsd: spendNow(r, now),
   tags: r.tags,
   metadata: r.metadata,
@@ -264,7 +265,7 @@ export function budgetView(r: Row, now: Date) {
     // Spend is exact (numeric); only derived ratios are rounded.
     currentMonthSpend: spend,
     percentUsed: budget ? round((spend / budget) * 100) : 0,
-    budgetAction: r.budgetAction as 'alert',
+    budgetAction: r.budgetAction as (typeof BUDGET_ACTIONS)[number],
     projectedMonthSpend: round(projected),
     daysRemainingInPeriod: Math.max(0, Math.ceil((end - now.getTime()) / 86_400_000)),
     willExceedBudget: budget !== null && projected > budget,

@@ -4,7 +4,7 @@ import { environmentEnum, ipOrCidr, str } from '../../http/validation.js';
 export const securitySettingsSchema = z
   .object({
     ipAllowlist: z.array(z.string()),
-    allowedEnvironments: z.array(z.string()),
+    allowedEnvironments: z.array(environmentEnum),
     defaultKeyExpiryDays: z.number().int(),
     enforceMfa: z.boolean(),
     dashboardWidgets: z.array(z.string()),

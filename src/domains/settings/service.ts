@@ -7,12 +7,13 @@ import { compileAllowlist, ipAllowed } from '../../lib/ip.js';
 import { changedFields } from '../../core/changes.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import type { UpdateOrgSettingsInput, UpdateSecuritySettingsInput } from './schemas.js';
+import type { Environment } from '../../http/validation.js';
 
 type Org = typeof organizations.$inferSelect;
 
 export const securityView = (o: Org) => ({
   ipAllowlist: o.ipAllowlist,
-  allowedEnvironments: o.allowedEnvironments,
+  allowedEnvironments: o.allowedEnvironments as Environment[],
   defaultKeyExpiryDays: o.defaultKeyExpiryDays,
   enforceMfa: o.enforceMfa,
   dashboardWidgets: o.dashboardWidgets,
