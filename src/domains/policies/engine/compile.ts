@@ -19,7 +19,7 @@ export interface CompiledPolicy {
   readonly def: PolicyDefinition;
   readonly agents: ReadonlySet<string> | null;
   readonly environments: ReadonlySet<string> | null;
-  /** Null when the ruleDefinition does not parse or compile (the policy then never matches and reports policy_error). */
+  /** Why the ruleDefinition did not parse or compile (the policy then never matches and reports policy_error), or null. */
   readonly problem: string | null;
   /** The policy's matches for this request (empty: no match); events are appended to `events`. */
   evaluate(scope: RequestScope, ctx: EngineContext, events: EngineEvent[]): MaybePromise<Match[]>;

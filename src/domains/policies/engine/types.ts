@@ -54,6 +54,7 @@ export interface ValidatorAnswer {
 
 export interface EngineContext {
   agent: EngineAgent;
+  /** The injected clock, for the context's own counters and caches (the engine itself reads no time). */
   now(): Date;
   /** The agent's metric over the last `windowMinutes` (cached aggregate); null when there is no data. */
   qualityAggregate(agentId: string, metric: 'error_rate' | 'p95_duration_ms', windowMinutes: number): MaybePromise<number | null>;
