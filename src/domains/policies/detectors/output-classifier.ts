@@ -11,7 +11,7 @@
  * blockOn is the caller's rule: `blocking(result, blockOn)` answers the findings that block.
  */
 import type { OutputCategory } from '../rules.js';
-import { RECOMMENDED_THRESHOLD, scanInjection } from './injection.js';
+import { RECOMMENDED_THRESHOLD, scanInjection, type InjectionResult } from './injection.js';
 import { compilePiiDetector, MAX_FINDINGS } from './pii.js';
 import type { Finding, ScanResult } from './types.js';
 import { DEFAULT_CAPS, walkStrings, type WalkCaps } from './walk.js';
@@ -67,7 +67,8 @@ export interface OutputClassification extends ScanResult {
 }
 
 export interface OutputClassifier {
-  classify(value: unknown, root?: string): OutputClassification;
+  /** `injection` scans for the injection category; the engine passes its per-request memo so one scan serves every policy. */
+  classify(value: unknown, root?: string, injection?: (value: unknown, root: string) => InjectionResult): OutputClassification;
 }
 
 /** Compiles a classifier for the chosen categories (once per policy version). */
@@ -76,7 +77,7 @@ export function compileOutputClassifier(categories: readonly OutputCategory[], c
   const pii = want.has('pii') ? compilePiiDetector({ detect: ['email', 'phone', 'credit_card', 'ssn', 'iban', 'ip_address'] }) : null;
   const secrets = want.has('secrets') ? compilePiiDetector({ detect: ['api_key', 'jwt'] }) : null;
 
-  const classify = (value: unknown, root = 'output'): OutputClassification => {
+  const classify = (value: unknown, root = 'output', injection = scanInjection): OutputClassification => {
     const findings: Finding[] = [];
     const add = (category: OutputCategory, f: Omit<Finding, 'code'>) => {
       if (findings.length < MAX_FINDINGS) findings.push({ code: `output.${category}`, ...f });
@@ -117,7 +118,7 @@ export function compileOutputClassifier(categories: readonly OutputCategory[], c
       }
     }, caps);
     if (want.has('injection')) {
-      const r = scanInjection(value, root);
+      const r = injection(value, root);
       if (r.top && r.score >= RECOMMENDED_THRESHOLD) add('injection', { path: r.top.path, start: r.top.start, end: r.top.end, score: r.score, kind: r.top.code });
     }
     const found = new Set(findings.map((f) => f.code.slice('output.'.length) as OutputCategory));
