@@ -96,7 +96,7 @@ type Checked = Pick<CreatePolicyInput, 'policyType' | 'ruleDefinition' | 'applie
  * policyType, maxRequests and timeWindowSeconds given together, agents of the organization.
  * Answers the parsed ruleDefinition (with the rule schema's defaults) to store.
  */
-async function checkPolicy(db: Db, orgId: string, p: Checked, ruleGiven: boolean) {
+async function checkPolicy(db: Executor, orgId: string, p: Checked, ruleGiven: boolean) {
   const fields: Record<string, string> = {};
   const parsed = parseRuleDefinition(p.policyType, p.ruleDefinition);
   if (!parsed.ok) {
@@ -125,8 +125,8 @@ async function checkPolicy(db: Db, orgId: string, p: Checked, ruleGiven: boolean
 /** Creates a policy. `onChanged(orgId)` runs after commit (the active-policy cache). */
 export async function createPolicy(db: Db, ctx: AuditContext, input: CreatePolicyInput, onChanged: (orgId: string) => Promise<void>) {
   const orgId = ctx.principal.organizationId;
-  const ruleDefinition = await checkPolicy(db, orgId, input, true);
   const view = await db.transaction(async (tx) => {
+    const ruleDefinition = await checkPolicy(tx, orgId, input, true);
     const [row] = await tx
       .insert(policies)
       .values({
@@ -157,11 +157,11 @@ export async function createPolicy(db: Db, ctx: AuditContext, input: CreatePolic
  */
 export async function updatePolicy(db: Db, ctx: AuditContext, id: string, input: UpdatePolicyInput, onChanged: (orgId: string) => Promise<void>) {
   const orgId = ctx.principal.organizationId;
-  const current = await getPolicy(db, orgId, id);
-  const merged = { ...current, ...stripUndefined(input) } as Row & Checked;
-  const ruleDefinition = await checkPolicy(db, orgId, { ...merged, policyType: merged.policyType as PolicyType }, input.ruleDefinition !== undefined);
   const result = await db.transaction(async (tx) => {
+    // Checked against the locked row, so a concurrent change cannot slip between check and write.
     const before = await getPolicy(tx, orgId, id, true);
+    const merged = { ...before, ...stripUndefined(input) } as Row & Checked;
+    const ruleDefinition = await checkPolicy(tx, orgId, { ...merged, policyType: merged.policyType as PolicyType }, input.ruleDefinition !== undefined);
     // The stored rule is the parsed one (with its schema's defaults), whether sent or re-checked for a new type.
     const patch = { ...input, ...(input.ruleDefinition !== undefined || input.policyType !== undefined ? { ruleDefinition } : {}) };
     const set = changedFields(before, patch);
