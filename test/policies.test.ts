@@ -116,10 +116,11 @@ describe('policy CRUD', () => {
     expect(ok.json().data).toMatchObject({ policyType: 'budget_cap', ruleDefinition: { maxMonthlyCostUsd: 100 } });
     // A ruleDefinition alone is checked against the stored type.
     expect(Object.keys((await patch(org, p.id, { ruleDefinition: { detect: ['email'], scope: 'output' } })).json().error.fields)).toContain('ruleDefinition.detect');
-    // The stored rule fits the new type: accepted without a ruleDefinition.
+    // The stored rule is checked against the new type, with the other changes of the request.
     const ic = await create(org, { policyType: 'injection_scan', ruleDefinition: { threshold: 0.5, scope: 'input' } });
-    const moved = await patch(org, ic.id, { policyType: 'cost_limit' });
-    expect(moved.statusCode).toBe(422);
+    const moved = await patch(org, ic.id, { policyType: 'cost_limit', priority: 1 });
+    expect(Object.keys(moved.json().error.fields)).toEqual(expect.arrayContaining(['ruleDefinition.threshold', 'ruleDefinition.scope']));
+    expect((await org.req({ method: 'GET', url: `/api/v1/policies/${ic.id}` })).json().data).toMatchObject({ policyType: 'injection_scan', priority: 100 });
     const cl = await create(org, { policyType: 'cost_limit', ruleDefinition: { maxTokensPerRequest: 10 } });
     expect(Object.keys((await patch(org, cl.id, { policyType: 'budget_cap' })).json().error.fields)).toContain('ruleDefinition.maxMonthlyCostUsd');
   });
