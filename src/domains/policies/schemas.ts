@@ -99,7 +99,7 @@ export const createPolicyInput = z
   })
   .meta({ id: 'CreatePolicyInput' });
 
-/** Every CreatePolicyInput field, all optional and without defaults (contract.md, "Policies and enforcement"). */
+/** Every CreatePolicyInput field, all optional and without defaults (docs/decisions.md, "Policies"). */
 export const updatePolicyInput = z
   .object(Object.fromEntries(Object.entries(fields).map(([k, s]) => [k, s.optional()])) as { [K in keyof typeof fields]: z.ZodOptional<(typeof fields)[K]> })
   .meta({ id: 'UpdatePolicyInput' });

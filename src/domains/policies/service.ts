@@ -152,7 +152,7 @@ export async function createPolicy(db: Db, ctx: AuditContext, input: CreatePolic
 
 /**
  * Changes the given fields. A new policyType needs a ruleDefinition valid for it: without one in
- * the body, the stored ruleDefinition is checked against the new type (contract.md). No change,
+ * the body, the stored ruleDefinition is checked against the new type (docs/decisions.md, "Policies"). No change,
  * no audit entry and no cache invalidation.
  */
 export async function updatePolicy(db: Db, ctx: AuditContext, id: string, input: UpdatePolicyInput, onChanged: (orgId: string) => Promise<void>) {
