@@ -1,0 +1,28 @@
+/** The policies module: policy CRUD and the per-organization cache of active policies. */
+import { defineModule } from '../../core/module.js';
+import { ActivePolicyCache, POLICY_CACHE } from './cache.js';
+import { policyRoutes } from './routes.js';
+import { getPolicy, loadActivePolicies, policyView } from './service.js';
+
+export { policySchema, type Policy } from './schemas.js';
+export type { PolicySnapshot } from './cache.js';
+
+export const policiesModule = defineModule({
+  name: 'policies',
+  routes: policyRoutes,
+  needs: ['db', 'state'],
+  services: ({ db, state }) => {
+    const cache = new ActivePolicyCache((orgId) => loadActivePolicies(db, orgId), state);
+    return {
+      /** A policy of the organization, or NOT_FOUND. */
+      get: async (orgId: string, id: string) => policyView(await getPolicy(db, orgId, id)),
+      /** The organization's active policies by ascending priority, then id (cached; see cache.ts). */
+      activePolicies: (orgId: string) => cache.activePolicies(orgId),
+      /** The same with its version, for memoizing what is compiled from them. */
+      activeSnapshot: (orgId: string) => cache.snapshot(orgId),
+      /** Forgets the organization's active policies on every instance (after a committed change). */
+      invalidate: (orgId: string) => cache.invalidate(orgId),
+    };
+  },
+  caches: [POLICY_CACHE],
+});
