@@ -13,6 +13,7 @@ import { tracesModule } from './domains/traces/index.js';
 import { eventsModule } from './domains/events/index.js';
 import { organizationsModule } from './domains/organizations/index.js';
 import { usersModule } from './domains/users/index.js';
+import { accessGrantsModule } from './domains/access-grants/index.js';
 import type { ModuleDeps } from './core/module.js';
 
 export const modules = [
@@ -27,6 +28,7 @@ export const modules = [
   eventsModule,
   organizationsModule,
   usersModule,
+  accessGrantsModule,
 ] as const;
 
 type AnyModule = (typeof modules)[number];

@@ -8,3 +8,4 @@ export * from './outbox.js';
 export * from './agents.js';
 export * from './traces.js';
 export * from './jobs.js';
+export * from './access-grants.js';
