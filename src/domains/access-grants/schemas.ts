@@ -11,11 +11,9 @@ export type GrantStatus = z.infer<typeof grantStatusEnum>;
 export const MIN_TTL_SECONDS = 60;
 export const MAX_TTL_SECONDS = 365 * 24 * 3600;
 
-/** A glob of src/domains/policies/glob.ts, refused at input when it cannot compile. */
+/** A glob of src/domains/policies/glob.ts, refused at input when it cannot compile or be stored. */
 const glob = () =>
-  z
-    .string()
-    .max(MAX_GLOB_LENGTH)
+  str(1, MAX_GLOB_LENGTH)
     .superRefine((s, ctx) => {
       const p = globProblem(s);
       if (p) ctx.addIssue({ code: 'custom', message: `glob ${p}` });
