@@ -340,4 +340,14 @@ describe('requestGrant', () => {
     expect(await find('weird*name')).not.toBeNull();
     expect(await find('weird_other_name')).toBeNull();
   });
+
+  it('a resource longer than a glob may be is kept as a literal and matched exactly', async ({ app, org }) => {
+    const agent = await newAgent(org);
+    const long = `https://api.example.com/${'a'.repeat(300)}?q=*`;
+    const g = await pending(app, org, { agentId: agent, action: 'fetch', resource: long });
+    expect((await call(org, { method: 'POST', url: `${BASE}/${g.id}/approve` })).statusCode).toBe(200);
+    const find = (resource: string) => findLiveGrant(app.container.db, org.orgId, { agentId: agent, action: 'fetch', resource }, app.clock.now());
+    expect((await find(long))?.id).toBe(g.id);
+    expect(await find(`${long}x`)).toBeNull();
+  });
 });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isoDateTimeOut } from '../../http/envelope.js';
 import { isoDateTime, pagination, str } from '../../http/validation.js';
-import { globProblem, MAX_GLOB_LENGTH } from '../policies/glob.js';
+import { globProblem, MAX_GLOB_LENGTH } from '../policies/index.js';
 
 export const GRANT_STATUSES = ['pending', 'approved', 'denied', 'revoked', 'expired'] as const;
 export const grantStatusEnum = z.enum(GRANT_STATUSES);

@@ -11,7 +11,7 @@ import { accessGrants } from '../../db/schema/index.js';
 import { forbidden, invalidTransition, notFound, validation } from '../../core/errors.js';
 import { sqlStateOf } from '../../core/db-errors.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
-import { compileGlob } from '../policies/glob.js';
+import { compileGlob, globProblem } from '../policies/index.js';
 import { MAX_TTL_SECONDS, type AccessGrant, type CreateAccessGrantInput, type GrantStatus, type ListAccessGrantsQuery } from './schemas.js';
 
 type Row = typeof accessGrants.$inferSelect;
@@ -49,6 +49,16 @@ export const accessGrantView = (r: Row, now: Date): AccessGrant => ({
 /** Hex SHA-256 of the canonical JSON (RFC 8785) of an action's parameters: what a bound grant allows. */
 export function parametersDigest(parameters: unknown): string {
   return createHash('sha256').update(canonicalize(parameters ?? null) ?? 'null').digest('hex');
+}
+
+/**
+ * True when `value` matches the grant's glob. requestGrant stores escaped literals, which may be
+ * empty or longer than a glob may be (a long resource URL): those are compared as text, so a
+ * stored grant never makes the lookup throw.
+ */
+function globMatches(source: string, value: string): boolean {
+  if (globProblem(source) !== null) return source.replace(/\\(.)/gs, '$1') === value;
+  return compileGlob(source).test(value);
 }
 
 /** The SQL condition of a status filter at `now` (expired includes live rows past expiresAt). */
@@ -218,7 +228,7 @@ export async function findLiveGrant(db: Executor, orgId: string, q: GrantQuery, 
     .orderBy(desc(t.expiresAt));
   const resource = q.resource ?? null;
   const hit = rows.find((r) =>
-    compileGlob(r.action).test(q.action) && (r.resource === null || (resource !== null && compileGlob(r.resource).test(resource))),
+    globMatches(r.action, q.action) && (r.resource === null || (resource !== null && globMatches(r.resource, resource))),
   );
   return hit ? accessGrantView(hit, now) : null;
 }
