@@ -282,6 +282,13 @@ describe('findLiveGrant', () => {
     expect(await find()).toBeNull();
   });
 
+  it('absent parameters digest as {} (as the engine computes them), and a request without ttl lasts the default hour', async ({ app, org }) => {
+    expect(parametersDigest(undefined)).toBe(parametersDigest({}));
+    const agent = await newAgent(org);
+    const g = await requestGrant(app.container.db, org.orgId, { agentId: agent, action: 'noop', requestedBy: dev.id, ttlSeconds: null }, app.clock.now());
+    expect(Date.parse(g.expiresAt) - app.clock.now().getTime()).toBe(3_600_000);
+  });
+
   it('an unbound grant allows any parameters', async ({ app, org }) => {
     const agent = await newAgent(org);
     const g = await pending(app, org, { agentId: agent, action: 'send_sms' });

@@ -3,7 +3,7 @@ import { defineModule } from '../../core/module.js';
 import { accessGrantRoutes } from './routes.js';
 
 // What the enforcement engine calls (docs/decisions.md, "Access grants"): the table stays this module's.
-export { findLiveGrant, requestGrant, parametersDigest, type GrantQuery, type GrantRequest } from './service.js';
+export { DEFAULT_GRANT_TTL_SECONDS, findLiveGrant, requestGrant, parametersDigest, type GrantQuery, type GrantRequest } from './service.js';
 export { accessGrantSchema, type AccessGrant } from './schemas.js';
 
 export const accessGrantsModule = defineModule({

@@ -46,9 +46,12 @@ export const accessGrantView = (r: Row, now: Date): AccessGrant => ({
   updatedAt: r.updatedAt.toISOString(),
 });
 
-/** Hex SHA-256 of the canonical JSON (RFC 8785) of an action's parameters: what a bound grant allows. */
+/**
+ * Hex SHA-256 of the canonical JSON (RFC 8785) of an action's parameters: what a bound grant allows.
+ * Absent parameters digest as `{}`, as the engine's request scope does (engine/request-scope.ts).
+ */
 export function parametersDigest(parameters: unknown): string {
-  return createHash('sha256').update(canonicalize(parameters ?? null) ?? 'null').digest('hex');
+  return createHash('sha256').update(canonicalize(parameters ?? {}) ?? '{}').digest('hex');
 }
 
 /**
@@ -245,10 +248,13 @@ export interface GrantRequest {
   policyVersion?: string | Date | null;
   /** The principal that made the request (user id or key id): it may not approve it. */
   requestedBy: string;
-  /** The grant's lifetime once approved; a pending request lapses after the same time. */
-  ttlSeconds: number;
+  /** The grant's lifetime once approved (the policy's grantTtlSeconds; null: DEFAULT_GRANT_TTL_SECONDS); a pending request lapses after the same time. */
+  ttlSeconds?: number | null;
   reason?: string | null;
 }
+
+/** A requested grant's lifetime when its policy sets no grantTtlSeconds: one hour. */
+export const DEFAULT_GRANT_TTL_SECONDS = 3600;
 
 /** Escapes glob syntax so that a requested action name matches only itself. */
 export const literalGlob = (s: string) => s.replace(/[\\*?]/g, (c) => `\\${c}`);
@@ -273,7 +279,7 @@ export async function requestGrant(db: Db, orgId: string, req: GrantRequest, now
     sql`coalesce(${t.parametersDigest}, '') = ${digest ?? ''}`,
     eq(t.status, 'pending'),
   );
-  const ttlMs = Math.min(Math.max(req.ttlSeconds, 1), MAX_TTL_SECONDS) * 1000;
+  const ttlMs = Math.min(Math.max(req.ttlSeconds ?? DEFAULT_GRANT_TTL_SECONDS, 1), MAX_TTL_SECONDS) * 1000;
   const ctx: AuditContext = {
     principal: { organizationId: orgId, userId: req.requestedBy, userName: null, userEmail: null },
     ip: null,
