@@ -14,6 +14,7 @@ import { eventsModule } from './domains/events/index.js';
 import { organizationsModule } from './domains/organizations/index.js';
 import { usersModule } from './domains/users/index.js';
 import { policiesModule } from './domains/policies/index.js';
+import { accessGrantsModule } from './domains/access-grants/index.js';
 import type { ModuleDeps } from './core/module.js';
 
 export const modules = [
@@ -29,6 +30,7 @@ export const modules = [
   organizationsModule,
   usersModule,
   policiesModule,
+  accessGrantsModule,
 ] as const;
 
 type AnyModule = (typeof modules)[number];

@@ -9,3 +9,4 @@ export * from './agents.js';
 export * from './traces.js';
 export * from './jobs.js';
 export * from './policies.js';
+export * from './access-grants.js';

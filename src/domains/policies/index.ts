@@ -6,6 +6,8 @@ import { getPolicy, loadActivePolicies, policyView } from './service.js';
 
 export { policySchema, type Policy } from './schemas.js';
 export type { PolicySnapshot } from './cache.js';
+// The glob matcher, which access grants use too (docs/decisions.md, "Access grants").
+export { compileGlob, globProblem, MAX_GLOB_LENGTH, type Glob } from './glob.js';
 
 export const policiesModule = defineModule({
   name: 'policies',
