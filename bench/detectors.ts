@@ -10,29 +10,15 @@ import { scanInjection } from '../src/domains/policies/detectors/injection.js';
 import { compileOutputClassifier } from '../src/domains/policies/detectors/output-classifier.js';
 import { compilePiiDetector } from '../src/domains/policies/detectors/pii.js';
 import { PII_KINDS } from '../src/domains/policies/rules.js';
+import { conversation } from './conversation.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const MIN_ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 200);
 
-const SENTENCES = [
-  'Please summarise the attached quarterly report for the finance team and highlight any risks.',
-  'The customer asked whether the refund for order 88123 was processed last Tuesday.',
-  'Our deployment pipeline failed at the integration test stage; the logs mention a timeout.',
-  'Draft a short reply thanking them and confirming the meeting on the 14th at 10:30.',
-  'Compare the three supplier offers by price, delivery time and warranty terms.',
-  'The user wants to know how to export their data as CSV from the dashboard.',
-];
 
 /** A JSON payload of about `bytes`: a conversation of messages plus some metadata. */
 function payload(bytes: number): unknown {
-  const messages: Array<{ role: string; content: string }> = [];
-  let size = 0;
-  for (let i = 0; size < bytes - 200; i++) {
-    const content = SENTENCES[i % SENTENCES.length] + (i === 3 ? ' Contact: jane.doe@example.com.' : '');
-    messages.push({ role: i % 2 ? 'assistant' : 'user', content });
-    size += content.length + 30;
-  }
-  return { messages, customer: { id: 'cus_83jd92', plan: 'pro', region: 'eu-west-1' }, requestId: '3f1c9e2a-77b4-4d1e-9a0b-2c6f5e8d1b3a' };
+  return { messages: conversation(bytes - 200), customer: { id: 'cus_83jd92', plan: 'pro', region: 'eu-west-1' }, requestId: '3f1c9e2a-77b4-4d1e-9a0b-2c6f5e8d1b3a' };
 }
 
 /** Median µs per call of `fn` over ROUNDS rounds of at least MIN_ROUND_MS each. */

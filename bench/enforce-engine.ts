@@ -11,34 +11,18 @@ import { availableParallelism, loadavg } from 'node:os';
 import { enforceRequestSchema, type EnforceRequest } from '../src/domains/policies/enforce-schemas.js';
 import { compileAll, createHttpValidator, decide, type EngineContext, type PolicyDefinition } from '../src/domains/policies/engine/index.js';
 import type { PolicyType } from '../src/domains/policies/rules.js';
+import { conversation } from './conversation.js';
 
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 20_000);
 const AGENT = '11111111-1111-4111-8111-111111111111';
 
-const SENTENCES = [
-  'Please summarise the attached quarterly report for the finance team and highlight any risks.',
-  'The customer asked whether the refund for order 88123 was processed last Tuesday.',
-  'Our deployment pipeline failed at the integration test stage; the logs mention a timeout.',
-  'Draft a short reply thanking them and confirming the meeting on the 14th at 10:30.',
-  'Compare the three supplier offers by price, delivery time and warranty terms.',
-  'The user wants to know how to export their data as CSV from the dashboard.',
-];
 
-function messages(bytes: number) {
-  const out: Array<{ role: string; content: string }> = [];
-  for (let i = 0, size = 0; size < bytes; i++) {
-    const content = SENTENCES[i % SENTENCES.length] + (i === 3 ? ' Contact: jane.doe@example.com.' : '');
-    out.push({ role: i % 2 ? 'assistant' : 'user', content });
-    size += content.length + 30;
-  }
-  return out;
-}
 
 const body = {
   agentId: AGENT,
   environment: 'production',
   action: { type: 'llm_call', name: 'chat.completions', resource: 'openai://gpt-4o', parameters: { temperature: 0.2, maxTokens: 800 } },
-  input: { messages: messages(1500), customer: { id: 'cus_83jd92', plan: 'pro' } },
+  input: { messages: conversation(1500), customer: { id: 'cus_83jd92', plan: 'pro' } },
   output: 'Here is the summary you asked for: revenue grew 4% and two supplier risks need review.',
   modelName: 'gpt-4o',
   estimatedCostUsd: 0.012,
