@@ -27,13 +27,19 @@ describe('failed authentication per IP', () => {
     expect(limited.headers['x-ratelimit-limit']).toBe(String(LIMIT));
     expect(limited.headers['x-ratelimit-remaining']).toBe('0');
     expect(Number(limited.headers['x-ratelimit-reset'])).toBeGreaterThan(0);
-    // The address is refused for the rest of the window, even with a valid key; other addresses are not.
-    expect((await call(a, org.key)).statusCode).toBe(429);
+    // The address is refused for the rest of the window; other addresses are not.
+    expect((await call(a, bad)).statusCode).toBe(429);
     expect((await call(b, org.key)).statusCode).toBe(200);
     expect((await call(b, bad)).statusCode).toBe(401);
+    // A key this instance already holds as valid still passes (it costs no lookup); a valid key it
+    // has not looked up yet is refused like any other until the window ends.
+    expect((await call(a, org.key)).statusCode).toBe(200);
+    const fresh = await org.req({ method: 'POST', url: '/api/v1/api-keys', payload: { name: 'fresh', environment: 'production' }, remoteAddress: b });
+    expect(fresh.statusCode).toBe(201);
+    expect((await call(a, fresh.json().data.key)).statusCode).toBe(429);
 
     app.clock.advance(60_000);
-    expect((await call(a, org.key)).statusCode).toBe(200);
+    expect((await call(a, fresh.json().data.key)).statusCode).toBe(200);
     expect((await call(a, bad)).statusCode).toBe(401);
   });
 

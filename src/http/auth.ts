@@ -175,6 +175,19 @@ export class Authenticator {
     throw unauthorized('Missing credentials: send X-API-Key or Authorization: Bearer');
   }
 
+  /**
+   * True when the request carries an API key this instance has already found (an active key in the
+   * positive cache): checking it costs no query, so an address over the failed-authentication limit
+   * still lets it through (docs/decisions.md, "Failed authentication per IP").
+   */
+  holdsKnownKey(request: FastifyRequest): boolean {
+    const header = request.headers['x-api-key'];
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+    const key = typeof header === 'string' && header.length > 0 ? header : bearer;
+    if (!key || environmentOfKey(key) === null) return false;
+    return this.keys.peek(hashKey(key))?.isActive === true;
+  }
+
   private async fromKey(key: string, ip: string): Promise<Principal> {
     // Only the exact key shape is hashed and looked up: anything else costs no query and no cache entry.
     if (environmentOfKey(key) === null) throw unauthorized('Invalid API key');
@@ -307,7 +320,7 @@ export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; 
     // Fail closed: the start-up check makes this unreachable, unless a route escaped it.
     if (!need || !declaresAccess(need)) throw forbidden('This route declares no access');
     if (need.public) return;
-    failures.refuseIfBlocked(request.ip, reply);
+    if (!deps.auth.holdsKnownKey(request)) failures.refuseIfBlocked(request.ip, reply);
     let principal: Principal;
     try {
       principal = await deps.auth.authenticate(request);
@@ -353,6 +366,8 @@ const MAX_BLOCKED_IPS = 10_000;
  * Failed authentications per client IP (docs/decisions.md, "Failed authentication per IP"): each
  * 401 counts in the shared state; past the limit the IP is refused with 429 for the rest of the
  * window, before any credential lookup, from a local list, so a flood costs no lookup and no round trip.
+ * A key the instance already holds as valid still passes (it costs no lookup), so a flood from a shared
+ * address (a NAT, a proxy without TRUST_PROXY) does not lock out the clients already working through it.
  */
 class AuthFailureLimit {
   private blocked = new LRUCache<string, number>({ max: MAX_BLOCKED_IPS });

@@ -59,6 +59,11 @@ export class LookupCache<V extends {}> {
     return entry.promise;
   }
 
+  /** The cached value without loading it: undefined unless found and still fresh. */
+  peek(key: string): V | undefined {
+    return this.found?.get(key);
+  }
+
   /** Forgets a key; a load in progress is not stored and the next get reads again. */
   delete(key: string) {
     this.found?.delete(key);
