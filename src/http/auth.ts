@@ -320,7 +320,7 @@ export function registerAuth(app: FastifyInstance, deps: { auth: Authenticator; 
     // Fail closed: the start-up check makes this unreachable, unless a route escaped it.
     if (!need || !declaresAccess(need)) throw forbidden('This route declares no access');
     if (need.public) return;
-    if (!deps.auth.holdsKnownKey(request)) failures.refuseIfBlocked(request.ip, reply);
+    failures.refuseIfBlocked(request.ip, reply, () => deps.auth.holdsKnownKey(request));
     let principal: Principal;
     try {
       principal = await deps.auth.authenticate(request);
@@ -374,8 +374,11 @@ class AuthFailureLimit {
 
   constructor(private state: SharedState, private limit: number, private clock: Clock) {}
 
-  /** Throws 429 when this IP went over the limit in the current window. */
-  refuseIfBlocked(ip: string, reply: FastifyReply) {
+  /**
+   * Throws 429 when this IP went over the limit in the current window, unless `exempt()` (asked only
+   * then, so an unblocked request pays nothing for it).
+   */
+  refuseIfBlocked(ip: string, reply: FastifyReply, exempt: () => boolean) {
     if (this.limit === 0) return;
     const until = this.blocked.get(ip);
     if (until === undefined) return;
@@ -384,6 +387,7 @@ class AuthFailureLimit {
       this.blocked.delete(ip);
       return;
     }
+    if (exempt()) return;
     const resetSeconds = limitHeaders(reply, this.limit, { count: this.limit + 1, resetAt: until }, now);
     throw rateLimited(`Too many failed authentications from this address: more than ${this.limit} per minute`, resetSeconds);
   }

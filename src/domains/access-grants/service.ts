@@ -3,15 +3,14 @@
  * move only pending → approved | denied and approved → revoked; a pending or approved grant whose
  * expiresAt has passed reads as expired (computed on every read, stored lazily by requestGrant).
  */
-import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { LRUCache } from 'lru-cache';
 import { and, count, desc, eq, gt, inArray, isNull, lte, or, sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor, Tx } from '../../db/client.js';
 import { accessGrants } from '../../db/schema/index.js';
 import { forbidden, invalidTransition, notFound, validation } from '../../core/errors.js';
 import { sqlStateOf } from '../../core/db-errors.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
-import { compileGlob, globProblem } from '../policies/index.js';
+import { compileGlob, globProblem, type Glob } from '../policies/index.js';
 import { MAX_TTL_SECONDS, type AccessGrant, type CreateAccessGrantInput, type GrantStatus, type ListAccessGrantsQuery } from './schemas.js';
 
 type Row = typeof accessGrants.$inferSelect;
@@ -47,22 +46,24 @@ export const accessGrantView = (r: Row, now: Date): AccessGrant => ({
 });
 
 /**
- * Hex SHA-256 of the canonical JSON (RFC 8785) of an action's parameters: what a bound grant allows.
- * Absent parameters digest as `{}`, as the engine's request scope does (engine/request-scope.ts).
- */
-export function parametersDigest(parameters: unknown): string {
-  return createHash('sha256').update(canonicalize(parameters ?? {}) ?? '{}').digest('hex');
-}
-
-/**
  * True when `value` matches the grant's glob. requestGrant stores escaped literals, which may be
  * empty or longer than a glob may be (a long resource URL): those are compared as text, so a
  * stored grant never makes the lookup throw.
  */
 function globMatches(source: string, value: string): boolean {
-  if (globProblem(source) !== null) return source.replace(/\\(.)/gs, '$1') === value;
-  return compileGlob(source).test(value);
+  let glob = compiledGlobs.get(source);
+  if (!glob) {
+    glob = globProblem(source) !== null ? literal(source.replace(/\\(.)/gs, '$1')) : compileGlob(source);
+    compiledGlobs.set(source, glob);
+  }
+  return glob.test(value);
 }
+
+/** A matcher of one exact string. */
+const literal = (text: string): Glob => ({ source: text, test: (v: string) => v === text });
+
+// Stored globs compiled once each (bounded), not once per lookup: the lookup is on the enforce path.
+const compiledGlobs = new LRUCache<string, Glob>({ max: 10_000 });
 
 /** The SQL condition of a status filter at `now` (expired includes live rows past expiresAt). */
 function statusCondition(status: GrantStatus, now: Date): SQL | undefined {

@@ -8,6 +8,8 @@ export { policySchema, type Policy } from './schemas.js';
 export type { PolicySnapshot } from './cache.js';
 // The glob matcher, which access grants use too (docs/decisions.md, "Access grants").
 export { compileGlob, globProblem, MAX_GLOB_LENGTH, type Glob } from './glob.js';
+// The digest a bound grant stores and the engine computes: one definition for both.
+export { parametersDigest } from './parameters-digest.js';
 
 export const policiesModule = defineModule({
   name: 'policies',

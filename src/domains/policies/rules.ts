@@ -33,22 +33,19 @@ export const QUALITY_METRICS = ['error_rate', 'p95_duration_ms'] as const;
 const MAX_GLOBS = 100;
 const MAX_PATTERNS = 20;
 
-const glob = z
-  .string()
-  .max(MAX_GLOB_LENGTH)
-  .superRefine((s, ctx) => {
-    const p = globProblem(s);
-    if (p) ctx.addIssue({ code: 'custom', message: `glob ${p}` });
-  });
-const globs = z.array(glob).max(MAX_GLOBS);
+/** A string of at most `max` characters that `problem` accepts (null); its message otherwise, after `label`. */
+const checked = (max: number, problem: (s: string) => string | null, label: string) =>
+  z
+    .string()
+    .max(max)
+    .superRefine((s, ctx) => {
+      const p = problem(s);
+      if (p) ctx.addIssue({ code: 'custom', message: `${label} ${p}` });
+    });
 
-const pattern = z
-  .string()
-  .max(MAX_PATTERN_LENGTH)
-  .superRefine((s, ctx) => {
-    const p = regexProblem(s);
-    if (p) ctx.addIssue({ code: 'custom', message: `pattern ${p}` });
-  });
+const glob = checked(MAX_GLOB_LENGTH, globProblem, 'glob');
+const globs = z.array(glob).max(MAX_GLOBS);
+const pattern = checked(MAX_PATTERN_LENGTH, regexProblem, 'pattern');
 
 const accessControl = z
   .strictObject({

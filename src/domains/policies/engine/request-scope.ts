@@ -8,8 +8,6 @@
  *  - each distinct output classifier (same categories) run once;
  *  - the CEL view of the request (`request` + `request.agent`) and the parameters digest.
  */
-import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
 import { scanInjection, type InjectionResult } from '../detectors/injection.js';
 import type { OutputClassification, OutputClassifier } from '../detectors/output-classifier.js';
 import { compilePiiDetector, MAX_FINDINGS, type PiiDetector } from '../detectors/pii.js';
@@ -18,6 +16,7 @@ import { walkStrings } from '../detectors/walk.js';
 import type { PiiKind } from '../rules.js';
 import type { EnforceRequest } from '../enforce-schemas.js';
 import type { EngineAgent } from './types.js';
+import { parametersDigest } from '../parameters-digest.js';
 
 export type Root = 'input' | 'output';
 
@@ -97,8 +96,6 @@ export class RequestScope {
 
   /** Hex SHA-256 of the canonical JSON of `action.parameters` (`{}` when absent). */
   parametersDigest(): string {
-    return (this.digestMemo ??= createHash('sha256')
-      .update(canonicalize(this.request.action.parameters ?? {}) ?? '{}')
-      .digest('hex'));
+    return (this.digestMemo ??= parametersDigest(this.request.action.parameters));
   }
 }
