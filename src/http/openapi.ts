@@ -6,8 +6,8 @@
  *   input mode where requests use it and output mode where responses do; unused ones are left out;
  * - in request schemas every object is `additionalProperties: false` unless zod says otherwise
  *   (`z.looseObject`, `z.record`);
- * - error responses derived from the route: 401/403/429 from its auth, 400/413/415/422 from a body,
- *   422 from a query, 404 from a path id, 500 always; 404 and 409 beyond that only where the route
+ * - error responses derived from the route: 401/403/429 from its auth, 400/413/415 from a body,
+ *   404 from a path id, 422 and 500 always (docs/decisions.md, "Strict inputs"); 404 and 409 beyond that only where the route
  *   declares them (`notFoundResponse`, `conflictResponse` in src/http/envelope.ts);
  * - response descriptions and headers (X-Request-Id, X-RateLimit-*, Retry-After, the deprecated
  *   alias's Deprecation/Sunset/Link), the access each operation needs appended to its description,
