@@ -46,6 +46,14 @@ export interface CheckpointSigner {
  */
 export type ScheduleDefinition = { name: string; everyMs: number } & ({ run(): Promise<void>; job?: never } | { job: string; run?: never });
 
+/** A durable job type a module handles (src/jobs/): its handler runs on the roles that claim jobs. */
+export interface JobTypeDefinition {
+  type: string;
+  handler: (job: { id: string; organizationId: string; type: string; payload: unknown; attempt: number; maxAttempts: number }) => Promise<void>;
+  /** Lease and backoff (src/jobs/types.ts JobTypeOptions). */
+  options?: { leaseMs?: number; baseDelayMs?: number; maxDelayMs?: number };
+}
+
 /** A Fastify plugin, seen from core: registered by src/app.ts under /api/v1. */
 export type RoutesPlugin = (app: never, opts: never) => Promise<void>;
 
@@ -60,6 +68,8 @@ export interface DomainModule<Name extends string = string, D extends keyof Modu
   services(deps: Pick<ModuleDeps, D>): S;
   /** The schedules this module runs, built on its own services (run only in roles that run jobs). */
   schedules?: (services: S) => readonly ScheduleDefinition[];
+  /** The job types this module handles, built on its own services (registered only in roles that run jobs). */
+  jobTypes?: (services: S) => readonly JobTypeDefinition[];
   /** Names of the caches this module owns or invalidates (pub/sub channels, response-cache scopes). */
   caches: readonly string[];
 }

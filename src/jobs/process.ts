@@ -26,10 +26,11 @@ export interface ServiceProcess {
   close(): Promise<void>;
 }
 
-/** Registers every module's schedules (src/modules.ts), each built on that module's services. */
+/** Registers every module's job types and schedules (src/modules.ts), each built on that module's services. */
 export function registerModuleWork(runner: JobRunner, services: Services) {
   for (const m of modules as readonly DomainModule[]) {
     const own = (services as Record<string, unknown>)[m.name];
+    for (const j of m.jobTypes?.(own) ?? []) runner.register(j.type, j.handler, j.options);
     for (const s of m.schedules?.(own) ?? []) runner.schedule(s.name, { everyMs: s.everyMs }, s.job ?? s.run);
   }
 }
