@@ -35,7 +35,7 @@ export type SenderConfig = Pick<Config, 'SMTP_URL' | 'SMTP_FROM' | 'PAGERDUTY_EV
 
 const USER_AGENT = 'AgentGovernance-Notifications/1.0';
 
-/** Sends notifications for one configuration (one SMTP transport per process, made on first use). */
+/** Sends notifications for one configuration (one SMTP transport per process, made on first use; it opens a connection per message and keeps none). */
 export class Sender {
   private mailer: Transporter | undefined;
 
@@ -60,12 +60,6 @@ export class Sender {
       // A bug in a sender must not kill the job runner's pass: report it as a retryable failure.
       return { ok: false, permanent: false, kind: 'internal', message: err instanceof Error ? err.name : 'unexpected error' };
     }
-  }
-
-  /** Closes the SMTP transport. */
-  close() {
-    this.mailer?.close();
-    this.mailer = undefined;
   }
 
   private async http(url: string, body: string, headers: Record<string, string>, policy: RetryPolicy): Promise<DeliveryOutcome> {
