@@ -423,6 +423,19 @@ describe('delivery through the job runner', () => {
     handlers.delete(path);
   });
 
+  it('enqueues in the caller\'s transaction: a rolled-back change delivers nothing', async () => {
+    const path = `/rolled-back/${randomUUID()}`;
+    const c = await create(org, { name: 'rb', channelType: 'slack', configuration: { webhookUrl: `${base}${path}` } });
+    await expect(
+      t.database.db.transaction(async (tx) => {
+        expect((await notify(tx, org.orgId, c.id, msg(), { now: t.clock.now() })).enqueued).toEqual([c.id]);
+        throw new Error('the alert change failed');
+      }),
+    ).rejects.toThrow('the alert change failed');
+    await runJobs();
+    expect(at(path)).toHaveLength(0);
+  });
+
   it('refuses a malformed message', async () => {
     await expect(notify(t.database.db, org.orgId, [], { ...msg(), severity: 'fatal' } as unknown as NotificationMessage)).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
   });
@@ -464,6 +477,19 @@ describe('POST /notification-channels/{id}/test', () => {
     const tls = await test((await webhookTo(`${base.replace('http:', 'https:')}/x`)).id);
     expect(tls).toMatchObject({ success: false, error: expect.stringMatching(/^tls: /) });
     expect(await test((await webhookTo(`${base}/test-redirect`)).id)).toMatchObject({ success: false, statusCode: 302 });
+    // A 2xx with a huge body: read up to the cap, and a success.
+    handlers.set('/test-huge', (_q, res) => {
+      res.writeHead(200);
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      let sent = 0;
+      const pump = () => {
+        while (sent < 100 && res.write(chunk)) sent++;
+        if (sent < 100) res.once('drain', pump);
+        else res.end();
+      };
+      pump();
+    });
+    expect(await test((await webhookTo(`${base}/test-huge`)).id)).toEqual({ success: true, statusCode: 200 });
   });
 
   it('email without SMTP_URL fails with a clear reason; the delivery job records it and retries', async () => {
@@ -479,6 +505,10 @@ describe('POST /notification-channels/{id}/test', () => {
       await runner.runOnce();
       const read = (await o.req({ method: 'GET', url: `${BASE}/${id}` })).json().data;
       expect(read.lastFailureReason).toBe('not_configured: SMTP_URL is not set: email channels cannot deliver');
+      const jobs = rowsOf<{ status: string; attempts: number; last_error: string }>(
+        await t2.database.db.execute(sql`select status, attempts, last_error from jobs where type = 'notification.deliver' and payload->>'channelId' = ${id}`),
+      );
+      expect(jobs).toEqual([{ status: 'pending', attempts: 1, last_error: expect.stringContaining('SMTP_URL is not set') }]);
     });
   });
 });
