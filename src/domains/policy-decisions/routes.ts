@@ -23,7 +23,7 @@ export async function policyDecisionRoutes(app: FastifyInstance) {
     config: { auth: readDecisions },
     schema: {
       tags,
-      operationId: 'policyDecisions.list',
+      operationId: 'policies.listDecisions',
       summary: 'List recorded deny and require_approval decisions, newest first',
       description:
         'Every deny and require_approval decision of `POST /policies/enforce` is recorded (allow decisions are only counted: see `GET /policies/stats`), written in batches about a second after the decision. ' +
@@ -40,7 +40,7 @@ export async function policyDecisionRoutes(app: FastifyInstance) {
     config: { auth: readDecisions },
     schema: {
       tags,
-      operationId: 'policyDecisions.get',
+      operationId: 'policies.getDecision',
       summary: 'Get a recorded decision',
       description: "By the `decisionId` of the enforce response. Allow decisions are not recorded (404), nor is another organization's decision, or another agent's for an agent-scoped key.",
       params: decisionParams,
