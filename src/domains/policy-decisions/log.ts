@@ -65,6 +65,12 @@ export interface DecisionLogCounts {
   failedFlushes: number;
 }
 
+/** The counters of one (organization, agent, hour), by policy id. */
+interface CounterGroup {
+  hour: string;
+  byPolicy: Map<string, CounterRow>;
+}
+
 interface HeldEvent {
   organizationId: string;
   agentId: string;
@@ -86,7 +92,10 @@ const DENY = 3;
 export class DecisionLog {
   private pending: DecisionRecordInput[] = [];
   private rows: DecisionRow[] = [];
-  private counters = new Map<string, CounterRow>();
+  private counters = new Map<string, CounterGroup>();
+  private counterKeys = 0;
+  private hourStart = Number.NaN;
+  private hourIso = '';
   private events: HeldEvent[] = [];
   private tail: Promise<void> = Promise.resolve();
   private flushing = false;
@@ -121,7 +130,7 @@ export class DecisionLog {
 
   /** Decisions, rows, counter keys and events held right now (not yet written). */
   held() {
-    return { pending: this.pending.length, rows: this.rows.length, counterKeys: this.counters.size, events: this.events.length };
+    return { pending: this.pending.length, rows: this.rows.length, counterKeys: this.counterKeys, events: this.events.length };
   }
 
   /**
@@ -163,20 +172,20 @@ export class DecisionLog {
     this.flushing = true;
     try {
       this.drain();
-      if (this.rows.length === 0 && this.counters.size === 0 && this.events.length === 0) return;
+      if (this.rows.length === 0 && this.counterKeys === 0 && this.events.length === 0) return;
       const rows = this.rows;
-      const counters = this.counters;
       const events = this.events;
+      // Sorted by key: concurrent flushes of several instances lock counter rows in one order.
+      const counters = [...this.counters.values()].flatMap((g) => [...g.byPolicy.values()]).sort(byCounterKey);
       this.rows = [];
       this.counters = new Map();
+      this.counterKeys = 0;
       this.events = [];
       try {
         const wanted = await this.wantedEvents(events);
-        // Sorted by key: concurrent flushes of several instances lock counter rows in one order.
-        const increments = [...counters.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
         await this.db.transaction(async (tx) => {
           await insertDecisions(tx, rows);
-          await addCounts(tx, increments);
+          await addCounts(tx, counters);
           for (const e of wanted) await emit(tx, e.organizationId, e.type, e.agentId, e.data);
         });
         this.counts.rowsWritten += rows.length;
@@ -231,50 +240,77 @@ export class DecisionLog {
     this.trim();
   }
 
-  /** Adds one decision's outcome per policy to the counters. The kill switch (no policy id) counts under none. */
+  /**
+   * Adds one decision's outcome per policy to the counters. The kill switch (no policy id) counts
+   * under none. Counters are grouped by (organization, agent, hour), then by policy id: one string
+   * key per decision, and the policy ids (the cached policies' own strings) hash once per process.
+   */
   private count(d: DecisionRecordInput) {
-    const outcome = new Map<string, number>();
-    const raise = (id: string | null, o: number) => {
-      if (id !== null && (outcome.get(id) ?? -1) < o) outcome.set(id, o);
-    };
-    for (const id of d.evaluatedPolicyIds) raise(id, ALLOW);
-    for (const w of d.warnings) raise(w.policyId, WARN);
-    for (const v of d.violations) raise(v.policyId, v.enforcementMode === 'require_approval' ? APPROVAL : DENY);
-    if (outcome.size === 0) return;
-    const hour = new Date(Math.floor(d.at.getTime() / HOUR_MS) * HOUR_MS).toISOString();
-    for (const [policyId, o] of outcome) {
-      const key = `${d.organizationId}\u0001${policyId}\u0001${d.agentId}\u0001${hour}`;
-      let c = this.counters.get(key);
-      if (!c) {
-        if (this.counters.size >= this.maxCounterKeys) {
-          this.counts.droppedCounts++;
-          continue;
-        }
-        c = { organization_id: d.organizationId, policy_id: policyId, agent_id: d.agentId, hour, allow_count: 0, deny_count: 0, require_approval_count: 0, warn_count: 0 };
-        this.counters.set(key, c);
-      }
-      if (o === DENY) c.deny_count++;
-      else if (o === APPROVAL) c.require_approval_count++;
-      else if (o === WARN) c.warn_count++;
-      else c.allow_count++;
+    // Most decisions match nothing: no map of outcomes is built for them.
+    const matched = d.violations.length + d.warnings.length > 0 ? new Map<string, { o: number; seen: boolean }>() : null;
+    if (matched) {
+      for (const w of d.warnings) raise(matched, w.policyId, WARN);
+      for (const v of d.violations) raise(matched, v.policyId, v.enforcementMode === 'require_approval' ? APPROVAL : DENY);
     }
+    const group = this.groupOf(d);
+    for (const id of d.evaluatedPolicyIds) {
+      const m = matched?.get(id);
+      if (m) m.seen = true;
+      this.add(group, d, id, m ? m.o : ALLOW);
+    }
+    // A policy that matched without being listed as evaluated still counts.
+    if (matched) for (const [id, m] of matched) if (!m.seen) this.add(group, d, id, m.o);
+  }
+
+  /** The counters of the decision's (organization, agent, hour). */
+  private groupOf(d: DecisionRecordInput) {
+    const ms = d.at.getTime();
+    if (!(ms >= this.hourStart && ms < this.hourStart + HOUR_MS)) {
+      this.hourStart = Math.floor(ms / HOUR_MS) * HOUR_MS;
+      this.hourIso = new Date(this.hourStart).toISOString();
+    }
+    const key = `${d.organizationId}\u0001${d.agentId}\u0001${this.hourIso}`;
+    let g = this.counters.get(key);
+    if (!g) this.counters.set(key, (g = { hour: this.hourIso, byPolicy: new Map() }));
+    return g;
+  }
+
+  /** Counts one outcome of one policy in a group (a new counter only within maxCounterKeys). */
+  private add(g: CounterGroup, d: DecisionRecordInput, policyId: string, o: number) {
+    let c = g.byPolicy.get(policyId);
+    if (!c) {
+      if (this.counterKeys >= this.maxCounterKeys) {
+        this.counts.droppedCounts++;
+        return;
+      }
+      c = { organization_id: d.organizationId, policy_id: policyId, agent_id: d.agentId, hour: g.hour, allow_count: 0, deny_count: 0, require_approval_count: 0, warn_count: 0 };
+      g.byPolicy.set(policyId, c);
+      this.counterKeys++;
+    }
+    if (o === DENY) c.deny_count++;
+    else if (o === APPROVAL) c.require_approval_count++;
+    else if (o === WARN) c.warn_count++;
+    else c.allow_count++;
   }
 
   /** Puts a failed batch back in front of what was recorded meanwhile, within the bounds. */
-  private restore(rows: DecisionRow[], counters: Map<string, CounterRow>, events: HeldEvent[]) {
+  private restore(rows: DecisionRow[], counters: readonly CounterRow[], events: HeldEvent[]) {
     this.rows = rows.concat(this.rows);
     this.events = events.concat(this.events);
-    const newer = this.counters;
-    this.counters = counters;
-    for (const [key, c] of newer) {
-      const old = this.counters.get(key);
-      if (old) {
-        old.allow_count += c.allow_count;
-        old.deny_count += c.deny_count;
-        old.require_approval_count += c.require_approval_count;
-        old.warn_count += c.warn_count;
-      } else if (this.counters.size < this.maxCounterKeys) this.counters.set(key, c);
-      else this.counts.droppedCounts += c.allow_count + c.deny_count + c.require_approval_count + c.warn_count;
+    for (const c of counters) {
+      const key = `${c.organization_id}\u0001${c.agent_id}\u0001${c.hour}`;
+      let g = this.counters.get(key);
+      if (!g) this.counters.set(key, (g = { hour: c.hour, byPolicy: new Map() }));
+      const held = g.byPolicy.get(c.policy_id);
+      if (held) {
+        held.allow_count += c.allow_count;
+        held.deny_count += c.deny_count;
+        held.require_approval_count += c.require_approval_count;
+        held.warn_count += c.warn_count;
+      } else if (this.counterKeys < this.maxCounterKeys) {
+        g.byPolicy.set(c.policy_id, c);
+        this.counterKeys++;
+      } else this.counts.droppedCounts += c.allow_count + c.deny_count + c.require_approval_count + c.warn_count;
     }
     this.trim();
   }
@@ -293,6 +329,20 @@ export class DecisionLog {
     }
   }
 }
+
+/** Keeps the stronger outcome of a policy in one decision. */
+function raise(matched: Map<string, { o: number; seen: boolean }>, id: string | null, o: number) {
+  if (id === null) return;
+  const m = matched.get(id);
+  if (!m) matched.set(id, { o, seen: false });
+  else if (m.o < o) m.o = o;
+}
+
+/** The order of the counters' primary key (organization, policy, agent, hour). */
+function byCounterKey(a: CounterRow, b: CounterRow): number {
+  return cmp(a.organization_id, b.organization_id) || cmp(a.policy_id, b.policy_id) || cmp(a.agent_id, b.agent_id) || cmp(a.hour, b.hour);
+}
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
