@@ -205,6 +205,17 @@ describe('the decision log', () => {
     expect((await list(freshOrg)).data[0].violations[0]).not.toHaveProperty('match');
   });
 
+  it('stores a message with a NUL or an unpaired surrogate (a custom validator may answer one) instead of failing the batch', async ({ app, freshOrg }) => {
+    const d = denied(freshOrg, app.clock.now(), { violations: [violation(idsOf(freshOrg).pDeny, 'block', { message: 'no\u0000pe \ud800!' })] });
+    const fine = denied(freshOrg, app.clock.now());
+    services(app).record(d);
+    services(app).record(fine);
+    await services(app).flush();
+    const res = await freshOrg.req({ method: 'GET', url: `/api/v1/policies/decisions/${d.decisionId}` });
+    expect(res.json().data.violations[0].message).toBe('nope \ufffd!');
+    expect((await freshOrg.req({ method: 'GET', url: `/api/v1/policies/decisions/${fine.decisionId}` })).statusCode).toBe(200);
+  });
+
   it('is not captured by /policies/{id}, which still serves policies', async ({ org }) => {
     expect((await org.req({ method: 'GET', url: '/api/v1/policies/decisions' })).json()).toHaveProperty('meta.total');
     expect((await org.req({ method: 'GET', url: '/api/v1/policies/stats' })).json()).toHaveProperty('data.totals');

@@ -57,8 +57,15 @@ const DECISION_NAMES = sql.raw(
 const storable = (_key: string, v: unknown) =>
   typeof v === 'string' && (v.includes('\u0000') || !v.isWellFormed()) ? v.replaceAll('\u0000', '').toWellFormed() : v;
 
-/** JSON text of rows, made storable. */
-export const rowsJson = (rows: readonly object[]) => JSON.stringify(rows, storable);
+// How JSON.stringify writes a NUL or an unpaired surrogate (a literal backslash before "u0000" also
+// matches: that only sends the batch through the slower, exact path).
+const UNSTORABLE_ESCAPE = /\\u(?:0000|d[89a-f])/i;
+
+/** JSON text of rows, made storable: a plain stringify, redone with the cleaning replacer only when needed. */
+export function rowsJson(rows: readonly object[]) {
+  const text = JSON.stringify(rows);
+  return UNSTORABLE_ESCAPE.test(text) ? JSON.stringify(rows, storable) : text;
+}
 
 /**
  * Inserts decision rows. A decision id already stored is skipped: a flush retried after a commit
