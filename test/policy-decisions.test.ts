@@ -9,8 +9,14 @@ import { outboxEvents } from '../src/db/schema/index.js';
 import type { Db } from '../src/db/client.js';
 import { DecisionLog, type DecisionRecordInput } from '../src/domains/policy-decisions/index.js';
 import type { TaskLogger } from '../src/core/module.js';
+import { vi } from 'vitest';
+import { parseConfig } from '../src/config.js';
+import { assemble } from '../src/container.js';
+import { TestClock } from '../src/core/clock.js';
+import { startProcess } from '../src/jobs/process.js';
+import { memoryState } from '../src/lib/shared-state.js';
 import { beforeAll, describe, expect, it } from './fixture.js';
-import { createTestApp, createOrg, type TestApp, type TestOrg } from './helpers.js';
+import { createTestApp, createOrg, openTestDatabase, testDatabaseUrl, type TestApp, type TestOrg } from './helpers.js';
 
 const HOUR = 3_600_000;
 const SECRET = '4111 1111 1111 1111';
@@ -381,6 +387,29 @@ describe('flushing', () => {
     log.record(ok);
     await log.flush();
     expect((await list(freshOrg)).data.map((d) => d.decisionId)).toEqual([ok.decisionId]);
+  });
+
+  it('each API instance flushes on its runner every DECISIONS_FLUSH_INTERVAL_MS (a process-local task of the module)', async () => {
+    const clock = new TestClock('2030-01-15T10:00:00Z');
+    const config = parseConfig({ LOG_LEVEL: 'silent', DATABASE_URL: process.env.DATABASE_URL ? await testDatabaseUrl() : '', DECISIONS_FLUSH_INTERVAL_MS: '200', JOBS_POLL_INTERVAL_MS: '20' });
+    const database = await openTestDatabase();
+    const state = memoryState();
+    const proc = await startProcess(assemble({ config, database, state, clock }));
+    try {
+      const org = await proc.app.deps.services.organizations.create({ name: `Flush ${randomUUID().slice(0, 6)}` });
+      const testOrg = { orgId: org.organization.id, key: org.key } as TestOrg;
+      const d = denied(testOrg, clock.now());
+      proc.app.deps.services.policyDecisions.record(d);
+      const get = () => proc.app.inject({ method: 'GET', url: `/api/v1/policies/decisions/${d.decisionId}`, headers: { 'x-api-key': org.key } });
+      await new Promise((r) => setTimeout(r, 100));
+      expect((await get()).statusCode).toBe(404); // not due yet
+      clock.advance(200);
+      await vi.waitFor(async () => expect((await get()).statusCode).toBe(200), { timeout: 4000, interval: 25 });
+    } finally {
+      await proc.close();
+      await state.close();
+      await database.close();
+    }
   });
 
   it('the app flushes what is buffered when it closes', async () => {
