@@ -296,6 +296,28 @@ describe('policy stats', () => {
   });
 });
 
+describe('counter retention', () => {
+  it('deletes buckets older than the longest stats window (and a day), keeps the others', async ({ app, freshOrg }) => {
+    const { pDeny } = await usePolicies(freshOrg);
+    const now = app.clock.now().getTime();
+    services(app).record(denied(freshOrg, new Date(now - 800 * HOUR)));
+    services(app).record(denied(freshOrg, new Date(now - 700 * HOUR)));
+    await services(app).flush();
+    const denies = async () => (await freshOrg.req({ method: 'GET', url: '/api/v1/policies/stats?hours=720' })).json().data.policies.find((p: { policyId: string }) => p.policyId === pDeny)?.deny;
+    expect(await denies()).toBe(1); // the 800 h old bucket is outside every window already
+    const { deleted } = await services(app).deleteExpiredCounts();
+    expect(deleted).toBeGreaterThanOrEqual(4); // the old bucket's four policies (other files' organizations do not share this database)
+    expect(await denies()).toBe(1);
+    app.clock.advance(100 * HOUR);
+    try {
+      expect((await services(app).deleteExpiredCounts()).deleted).toBeGreaterThanOrEqual(4);
+    } finally {
+      app.clock.advance(-100 * HOUR);
+    }
+    expect(await denies()).toBeUndefined();
+  });
+});
+
 describe('flushing', () => {
   it("writes the decisions' events to the outbox in the flush, when a webhook wants their type", async ({ app, freshOrg }) => {
     const outbox = () => app.database.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, freshOrg.orgId), eq(outboxEvents.type, 'policy_violated')));
