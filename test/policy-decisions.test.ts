@@ -342,6 +342,24 @@ describe('flushing', () => {
     expect(wanted.sort()).toEqual(['custom_validator_invoked', 'policy_violated']);
   });
 
+  it('two instances flushing the same counters at once add up exactly', async ({ app, freshOrg }) => {
+    const { pDeny } = await usePolicies(freshOrg);
+    const agents = [agentA, agentB];
+    const logs = [new DecisionLog({ db: app.database.db }), new DecisionLog({ db: app.database.db })];
+    for (let round = 0; round < 3; round++) {
+      for (const log of logs) {
+        // Keys in opposite orders in the two logs: the flush sorts them, so the row locks are taken in one order.
+        for (const agentId of log === logs[0] ? agents : [...agents].reverse()) {
+          for (let i = 0; i < 20; i++) log.record(denied(freshOrg, app.clock.now(), { agentId }));
+        }
+      }
+      await Promise.all(logs.map((l) => l.flush()));
+    }
+    const s = (await freshOrg.req({ method: 'GET', url: '/api/v1/policies/stats' })).json().data;
+    expect(s.policies.find((p: { policyId: string }) => p.policyId === pDeny)).toMatchObject({ deny: 2 * 3 * 2 * 20 });
+    expect((await list(freshOrg)).meta.total).toBe(240);
+  });
+
   it('keeps the batch when the flush fails, and writes it on the next flush', async ({ app, freshOrg }) => {
     await usePolicies(freshOrg);
     let fail = true;
