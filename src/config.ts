@@ -102,6 +102,8 @@ const schema = z.object({
   AUTH_CACHE_TTL_SECONDS: int(30, 0, 3600),
   /** How often buffered API key usage (lastUsedAt, usageCount) is written. */
   USAGE_FLUSH_INTERVAL_MS: int(5000, 100),
+  /** How often each API instance writes its buffered policy decisions and counters (docs/decisions.md, "Decision log and policy stats"). */
+  DECISIONS_FLUSH_INTERVAL_MS: int(1000, 50, 600_000),
   /** Ed25519 private key for audit checkpoints: PKCS#8 PEM, or a path to a file holding one (unset: generated into DATA_DIR). */
   AUDIT_SIGNING_KEY: optionalString,
   /** A checkpoint of an organization's chain head after this many new entries... */

@@ -16,6 +16,7 @@ import { usersModule } from './domains/users/index.js';
 import { policiesModule } from './domains/policies/index.js';
 import { accessGrantsModule } from './domains/access-grants/index.js';
 import { notificationChannelsModule } from './domains/notification-channels/index.js';
+import { policyDecisionsModule } from './domains/policy-decisions/index.js';
 import type { ModuleDeps } from './core/module.js';
 
 export const modules = [
@@ -33,6 +34,7 @@ export const modules = [
   policiesModule,
   accessGrantsModule,
   notificationChannelsModule,
+  policyDecisionsModule,
 ] as const;
 
 type AnyModule = (typeof modules)[number];

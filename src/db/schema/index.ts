@@ -11,3 +11,4 @@ export * from './jobs.js';
 export * from './policies.js';
 export * from './access-grants.js';
 export * from './notification-channels.js';
+export * from './policy-decisions.js';

@@ -10,6 +10,9 @@ export type { PolicySnapshot } from './cache.js';
 export { compileGlob, globProblem, MAX_GLOB_LENGTH, type Glob } from './glob.js';
 // The digest a bound grant stores and the engine computes: one definition for both.
 export { parametersDigest } from './parameters-digest.js';
+// What the decision log stores and the stats read (docs/decisions.md, "Decision log and policy stats").
+export { policyViolationSchema, type PolicyViolation } from './enforce-schemas.js';
+export { policyNames } from './names.js';
 
 export const policiesModule = defineModule({
   name: 'policies',
