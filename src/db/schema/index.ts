@@ -10,3 +10,4 @@ export * from './traces.js';
 export * from './jobs.js';
 export * from './policies.js';
 export * from './access-grants.js';
+export * from './webhooks.js';
