@@ -74,7 +74,7 @@ export async function startReceiver(fallback: Reply = { status: 200 }): Promise<
   return rx;
 }
 
-const quiet = { info() {}, warn() {}, error() {} };
+const quiet = { info() {}, warn: (o: object, m: string) => process.env.WH_DEBUG && console.warn(m, o), error: (o: object, m: string) => process.env.WH_DEBUG && console.error(m, o) };
 
 /** A started job runner running the modules' job types and schedules on the app's database and clock. */
 export async function startRunner(t: TestApp, id?: string): Promise<JobRunner> {

@@ -12,6 +12,7 @@ export const DISPATCH_JOB = 'webhooks.dispatch';
 // Transactions that already enqueued their dispatch job: one job per committing transaction, however
 // many events it writes (an ingest of 100 traces is one wake-up, not 100).
 const dispatchQueued = new WeakSet<object>();
+const DUE_AT_ONCE = new Date(0);
 
 export const EVENT_TYPES = [
   'agent_registered',
@@ -54,7 +55,9 @@ export async function emit(
   // PostgreSQL its NOTIFY reaches every runner at commit), instead of waiting for the sweep.
   const inTransaction = typeof (tx as { rollback?: unknown }).rollback === 'function';
   if (!inTransaction || !dispatchQueued.has(tx)) {
-    await enqueue(tx, { type: DISPATCH_JOB, organizationId, maxAttempts: 3 });
+    // Due at once on any clock (emit has no injected clock; the runner compares with its own), and
+    // claimed ahead of older work: the wake-up is what keeps API-change-to-receiver latency low.
+    await enqueue(tx, { type: DISPATCH_JOB, organizationId, maxAttempts: 3, runAt: DUE_AT_ONCE });
     if (inTransaction) dispatchQueued.add(tx);
   }
   return { id, idempotencyKey, body };

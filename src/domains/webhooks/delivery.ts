@@ -24,6 +24,8 @@ import type { WebhookRow } from './service.js';
 
 /** Every attempt failing for this long disables a webhook. */
 export const FAILING_DISABLE_MS = 5 * 24 * 3600 * 1000;
+/** The advisory lock key that serializes dispatch transactions (an arbitrary constant). */
+const DISPATCH_LOCK = 718_274_031;
 /** Outbox events per dispatch transaction. */
 const DISPATCH_BATCH = 100;
 /** A lane hands over (re-enqueues itself) after this many sends or this long, so webhooks share the runner fairly. */
@@ -71,6 +73,10 @@ export class WebhookDelivery {
   }
 
   private async dispatchBatch(tx: Tx): Promise<number> {
+    // One dispatcher at a time (a transaction-scoped advisory lock, released at commit): batches are
+    // dispatched in outbox order, so a later batch's messages never reach a lane before an earlier
+    // one's. A waiting dispatcher then claims what the first left (SKIP LOCKED stays as a safety net).
+    await tx.execute(sql`select pg_advisory_xact_lock(${DISPATCH_LOCK})`);
     const events = await claimPendingEvents(tx, DISPATCH_BATCH);
     if (events.length === 0) return 0;
     const now = this.deps.clock.now();
