@@ -382,7 +382,9 @@ describe('delivery', () => {
     }
   });
 
-  it('v1 signatures when WEBHOOK_SIGNATURE_VERSION=v1', async () => {
+  it('v1 signatures when WEBHOOK_SIGNATURE_VERSION=v1', async ({ app }) => {
+    // On PostgreSQL both apps share the file's database: only the v1 app's worker may run meanwhile.
+    await runner.stop(1000);
     await withTestApp({ WEBHOOK_SIGNATURE_VERSION: 'v1' }, async (t, org) => {
       const r = await startRunner(t);
       const rx = await startReceiver();
@@ -399,6 +401,7 @@ describe('delivery', () => {
         await r.stop(1000);
       }
     });
+    runner = await startRunner(app);
   });
 });
 
