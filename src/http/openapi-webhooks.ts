@@ -34,7 +34,7 @@ const traceData = obj({
 /** When each event fires and the shape of its `data` (null: emitted by a later issue; shape not fixed yet). */
 export const EVENT_DOCS: Record<EventType, { when: string; data: Json | null }> = {
   agent_registered: { when: 'An agent is registered (POST /agents).', data: obj({ agent: agentRef }) },
-  agent_updated: { when: 'An agent is changed (PATCH /agents/{id}, budget changes).', data: obj({ agent: agentRef, changes: { type: 'array', items: { type: 'string' }, description: 'Names of the changed fields' } }) },
+  agent_updated: { when: 'An agent is changed (PATCH /agents/{id}).', data: obj({ agent: agentRef, changes: { type: 'array', items: { type: 'string' }, description: 'Names of the changed fields' } }) },
   agent_deleted: { when: 'An agent is archived (DELETE /agents/{id}).', data: obj({ agent: agentRef }) },
   trace_completed: { when: 'A trace is ingested with a non-error status (written only while some active webhook subscribes).', data: traceData },
   trace_error: { when: 'A trace is ingested with status error or timeout (written only while some active webhook subscribes); also on incident creation with an agentId (incidents issue).', data: traceData },
