@@ -109,6 +109,25 @@ describe('delivery', () => {
     }
   });
 
+  it('trace events are written once a webhook subscribes (the subscriptions cache is invalidated at once)', async ({ app, freshOrg: org }) => {
+    const rx = await startReceiver();
+    try {
+      const agent = await registerAgent(org);
+      const ingest = (traceId: string, status: string) => org.req({ method: 'POST', url: '/api/v1/traces/ingest', payload: { traces: [{ traceId, agentUuid: agent.id, status }] } });
+      expect((await ingest('t-before', 'error')).statusCode).toBe(202);
+      expect(await app.container.services.webhooks.subscriptions.wants(org.orgId, 'trace_error')).toBe(false);
+      await createHook(org, rx, { eventTypes: ['trace_error'] });
+      expect(await app.container.services.webhooks.subscriptions.wants(org.orgId, 'trace_error')).toBe(true);
+      expect((await ingest('t-ok', 'success')).statusCode).toBe(202);
+      expect((await ingest('t-err', 'error')).statusCode).toBe(202);
+      const [got] = await rx.waitFor(1);
+      expect(JSON.parse(got.body)).toMatchObject({ type: 'trace_error', agentId: agent.id, data: { traceId: 't-err', status: 'error' } });
+      expect(rx.received).toHaveLength(1);
+    } finally {
+      await rx.close();
+    }
+  });
+
   it('keeps event order for one webhook', async ({ freshOrg: org }) => {
     const rx = await startReceiver();
     try {
