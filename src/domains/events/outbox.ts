@@ -88,6 +88,11 @@ export async function claimPendingEvents(tx: Executor, limit: number): Promise<P
   return rows.map((r) => ({ organizationId: r.organization_id, id: r.id, type: r.type, agentId: r.agent_id, body: r.body, idempotencyKey: r.idempotency_key }));
 }
 
+/** True when some outbox event is still pending (the dispatcher's look after releasing its lock). */
+export async function hasPendingEvents(db: Executor): Promise<boolean> {
+  return rowsOf(await db.execute(sql`select 1 from outbox_events where status = 'pending' limit 1`)).length > 0;
+}
+
 /** Marks claimed events processed (their deliveries, if any, now live with the webhooks). */
 export async function markEventsProcessed(tx: Executor, events: readonly { organizationId: string; id: string }[], now: Date) {
   if (events.length === 0) return;

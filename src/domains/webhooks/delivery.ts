@@ -13,12 +13,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm';
-import type { Db, Tx } from '../../db/client.js';
+import { rowsOf, type Db, type Tx } from '../../db/client.js';
 import { webhookDeliveries, webhookMessages, webhooks } from '../../db/schema/index.js';
 import type { Clock } from '../../core/clock.js';
 import { enqueue } from '../../jobs/enqueue.js';
-import { claimPendingEvents, markEventsProcessed } from '../events/outbox.js';
-import { DELIVER_JOB } from './jobs.js';
+import { claimPendingEvents, hasPendingEvents, markEventsProcessed } from '../events/outbox.js';
+import { DELIVER_JOB, DISPATCH_JOB } from './jobs.js';
 import { sendSigned, type SendOutcome, type SendSettings } from './send.js';
 import type { WebhookRow } from './service.js';
 
@@ -59,24 +59,31 @@ export class WebhookDelivery {
   constructor(private deps: DeliveryDeps) {}
 
   /**
-   * Dispatches pending outbox events in batches until none is left (or `maxBatches`). Answers the
-   * number of events processed.
+   * Dispatches pending outbox events in batches until none is left (or `maxBatches`, then a fresh job
+   * carries on). Answers the number of events processed.
+   *
+   * One dispatcher at a time (a transaction-scoped advisory lock, taken with try): batches reach the
+   * lanes in outbox order. A dispatcher that finds the lock taken returns at once instead of holding a
+   * runner slot; the holder looks for pending events again after each release, so an event whose own
+   * wake-up found the lock taken is dispatched by the holder (it committed before that wake-up ran,
+   * hence before the holder's release and its look).
    */
   async dispatch(maxBatches = 50): Promise<number> {
     let total = 0;
     for (let i = 0; i < maxBatches; i++) {
       const n = await this.deps.db.transaction((tx) => this.dispatchBatch(tx));
+      if (n < 0) return total;
       total += n;
-      if (n < DISPATCH_BATCH) break;
+      if (n < DISPATCH_BATCH && !(await hasPendingEvents(this.deps.db))) return total;
     }
+    await enqueue(this.deps.db, { type: DISPATCH_JOB, maxAttempts: 3 }, this.deps.clock.now());
     return total;
   }
 
+  /** One batch in the caller's transaction; -1 when another dispatcher holds the lock. */
   private async dispatchBatch(tx: Tx): Promise<number> {
-    // One dispatcher at a time (a transaction-scoped advisory lock, released at commit): batches are
-    // dispatched in outbox order, so a later batch's messages never reach a lane before an earlier
-    // one's. A waiting dispatcher then claims what the first left (SKIP LOCKED stays as a safety net).
-    await tx.execute(sql`select pg_advisory_xact_lock(${DISPATCH_LOCK})`);
+    const [lock] = rowsOf<{ ok: boolean }>(await tx.execute(sql`select pg_try_advisory_xact_lock(${DISPATCH_LOCK}) as ok`));
+    if (!lock.ok) return -1;
     const events = await claimPendingEvents(tx, DISPATCH_BATCH);
     if (events.length === 0) return 0;
     const now = this.deps.clock.now();
@@ -149,6 +156,7 @@ export class WebhookDelivery {
       const hook = await this.takeLane(orgId, webhookId, token);
       if (!hook) return this.laneBusy(orgId, webhookId);
       let current: LaneHook | null = hook;
+      let fresh = true;
       drain: for (;;) {
         const due = await this.dueMessages(orgId, webhookId, 20);
         if (due.length === 0) break;
@@ -160,7 +168,8 @@ export class WebhookDelivery {
             return;
           }
           // Renewing the lease also reads the webhook afresh (a PATCH or a rotation applies to the next send).
-          current = await this.takeLane(orgId, webhookId, token);
+          if (!fresh) current = await this.takeLane(orgId, webhookId, token);
+          fresh = false;
           if (!current) return; // lost the lane (disabled, deleted, or our lease lapsed): the new holder carries on
           const now = this.deps.clock.now();
           const outcome = await sendSigned(current, m, this.deps.settings(), now);
