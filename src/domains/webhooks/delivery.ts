@@ -16,6 +16,7 @@ import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm';
 import { rowsOf, type Db, type Tx } from '../../db/client.js';
 import { webhookDeliveries, webhookMessages, webhooks } from '../../db/schema/index.js';
 import type { Clock } from '../../core/clock.js';
+import { newId } from '../../db/schema/columns.js';
 import { enqueue } from '../../jobs/enqueue.js';
 import { claimPendingEvents, hasPendingEvents, markEventsProcessed } from '../events/outbox.js';
 import { DELIVER_JOB, DISPATCH_JOB } from './jobs.js';
@@ -34,6 +35,11 @@ const TURN_MAX_MS = 30_000;
 /** Longest wait a 429's Retry-After can impose; longest exponential step. */
 const MAX_RETRY_AFTER_S = 3600;
 const MAX_BACKOFF_S = 24 * 3600;
+/** Messages read per look of a lane. */
+const DUE_BATCH = 50;
+/** A lane renews its lease (and re-reads the webhook) at least this often during a turn. */
+const RENEW_EVERY = 10;
+const RENEW_MS = 2_000;
 
 export interface DeliveryDeps {
   db: Db;
@@ -156,20 +162,27 @@ export class WebhookDelivery {
       const hook = await this.takeLane(orgId, webhookId, token);
       if (!hook) return this.laneBusy(orgId, webhookId);
       let current: LaneHook | null = hook;
-      let fresh = true;
+      let renewedAt = performance.now();
+      let sinceRenew = 0;
       drain: for (;;) {
-        const due = await this.dueMessages(orgId, webhookId, 20);
+        const due = await this.dueMessages(orgId, webhookId, DUE_BATCH);
         if (due.length === 0) break;
         for (const m of due) {
           if (sends >= TURN_MAX_SENDS || performance.now() - started > TURN_MAX_MS) {
             // Hand over: the rest goes to a fresh job, behind the other webhooks' jobs.
-            await enqueue(this.deps.db, { type: DELIVER_JOB, organizationId: orgId, payload: { webhookId } }, this.deps.clock.now());
+            // Released first: a continuation that found the lane still held would wait for the lease's end.
             await this.releaseLane(orgId, webhookId, token);
+            await enqueue(this.deps.db, { type: DELIVER_JOB, organizationId: orgId, payload: { webhookId } }, this.deps.clock.now());
             return;
           }
-          // Renewing the lease also reads the webhook afresh (a PATCH or a rotation applies to the next send).
-          if (!fresh) current = await this.takeLane(orgId, webhookId, token);
-          fresh = false;
+          // Renewed every RENEW_EVERY sends or RENEW_MS, which also re-reads the webhook (a PATCH or a
+          // rotation applies within that); the lease is far longer, so a live turn never loses it.
+          if (sinceRenew >= RENEW_EVERY || performance.now() - renewedAt > RENEW_MS) {
+            current = await this.takeLane(orgId, webhookId, token);
+            renewedAt = performance.now();
+            sinceRenew = 0;
+          }
+          sinceRenew++;
           if (!current) return; // lost the lane (disabled, deleted, or our lease lapsed): the new holder carries on
           const now = this.deps.clock.now();
           const outcome = await sendSigned(current, m, this.deps.settings(), now);
@@ -181,7 +194,7 @@ export class WebhookDelivery {
             return;
           }
         }
-        if (due.length < 20) break drain;
+        if (due.length < DUE_BATCH) break drain;
       }
       await this.releaseLane(orgId, webhookId, token);
       // A message committed while we held the lane saw it held and enqueued nothing: look once more.
@@ -207,6 +220,31 @@ export class WebhookDelivery {
   private async record(hook: LaneHook, m: typeof webhookMessages.$inferSelect, o: SendOutcome, token: string): Promise<'ok' | 'lost' | 'disabled'> {
     const now = this.deps.clock.now();
     const attempt = m.attempts + 1;
+    if (o.success) {
+      // The common case in one statement (atomic, no transaction round trips): counters, attempt row and
+      // message state, all conditional on still holding the lane.
+      const at = now.toISOString();
+      const [row] = rowsOf<{ n: number }>(
+        await this.deps.db.execute(sql`
+          with w as (
+            update webhooks set success_count = success_count + 1, last_triggered_at = ${at}::timestamptz,
+              last_success_at = ${at}::timestamptz, failing_since = null
+            where organization_id = ${hook.organizationId}::uuid and id = ${hook.id}::uuid and lane_owner = ${token}
+            returning organization_id, id
+          ), d as (
+            insert into webhook_deliveries (organization_id, id, webhook_id, message_id, event_id, event_type, idempotency_key,
+              attempt_number, status_code, response_body, success, error_message, duration_ms, created_at)
+            select w.organization_id, ${newId()}::uuid, w.id, ${m.id}::uuid, ${m.eventId}::uuid, ${m.eventType}, ${m.idempotencyKey},
+              ${attempt}, ${o.statusCode}, ${o.responseBody}, true, null, ${o.durationMs}, ${at}::timestamptz from w
+          ), msg as (
+            update webhook_messages set attempts = ${attempt}, status = 'succeeded', next_attempt_at = ${at}::timestamptz,
+              last_error = null, updated_at = ${at}::timestamptz
+            where organization_id = ${m.organizationId}::uuid and id = ${m.id}::uuid and exists (select 1 from w)
+          )
+          select count(*)::int as n from w`),
+      );
+      return row.n > 0 ? 'ok' : 'lost';
+    }
     return this.deps.db.transaction(async (tx) => {
       const [w] = await tx
         .update(webhooks)
