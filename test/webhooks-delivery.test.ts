@@ -222,6 +222,9 @@ describe('delivery', () => {
         return !row.isActive && row;
       });
       expect(w.lastFailureReason).toMatch(/410/);
+      const audit = (await org.req({ method: 'GET', url: `/api/v1/audit-logs?resourceId=${hook.id}&action=webhook.disable` })).json().data;
+      expect(audit).toHaveLength(1);
+      expect(audit[0].metadata.reason).toMatch(/410/);
       const [m] = await app.database.db.select().from(webhookMessages).where(eq(webhookMessages.webhookId, hook.id));
       expect(m.status).toBe('failed');
       app.clock.advance(3600_000);

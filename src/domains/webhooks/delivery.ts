@@ -16,6 +16,8 @@ import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm';
 import { rowsOf, type Db, type Tx } from '../../db/client.js';
 import { webhookDeliveries, webhookMessages, webhooks } from '../../db/schema/index.js';
 import type { Clock } from '../../core/clock.js';
+import { systemActor } from '../../core/actor.js';
+import { writeAudit } from '../audit/service.js';
 import { newId } from '../../db/schema/columns.js';
 import { enqueue } from '../../jobs/enqueue.js';
 import { claimPendingEvents, hasPendingEvents, markEventsProcessed } from '../events/outbox.js';
@@ -289,6 +291,9 @@ export class WebhookDelivery {
         .update(webhooks)
         .set({ isActive: false, lastFailureReason: reason, laneOwner: null, laneUntil: null, updatedAt: new Date() })
         .where(and(eq(webhooks.organizationId, hook.organizationId), eq(webhooks.id, hook.id)));
+      // A change of the webhook like any other: audited, by the system on the receiver's behalf.
+      const actor = systemActor(hook.organizationId, 'system:webhooks', 'Webhook delivery');
+      await writeAudit(tx, { principal: actor, ip: null, userAgent: null, clock: this.deps.clock }, { action: 'webhook.disable', resourceType: 'webhook', resourceId: hook.id, metadata: { reason } });
       // Nothing more goes to a disabled webhook: its pending messages fail now, visible and redeliverable.
       await tx
         .update(webhookMessages)
