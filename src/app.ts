@@ -79,7 +79,8 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
   const usage = new UsageRecorder(deps.database.db, app.log);
   const auth = new Authenticator(deps.database.db, config, deps.state, usage, deps.clock);
   const { pricing } = deps.services.traces;
-  const { subscriptions } = deps.services.events;
+  // Who listens to which event: the webhooks module's cache (docs/decisions.md, "Webhooks").
+  const { subscriptions } = deps.services.webhooks;
   app.decorate('deps', { ...deps, auth, usage, pricing, subscriptions, cache: deps.responseCache });
   app.addHook('onClose', async () => usage.stop());
   // The modules' process-local tasks run once more at close (after the last request), so what they buffer is written.

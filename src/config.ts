@@ -116,6 +116,10 @@ const schema = z.object({
   JOBS_POLL_INTERVAL_MS: int(1000, 10, 60_000),
   /** Job handlers running at once in one process. */
   JOBS_CONCURRENCY: int(10, 1, 1000),
+  /** Webhook signature scheme: v2 signs `timestamp.body`; v1 (the body alone) only while a receiver rolls out v2. */
+  WEBHOOK_SIGNATURE_VERSION: z.enum(['v1', 'v2']).default('v2'),
+  /** After a secret rotation, deliveries are signed with the old and the new secret for this long. */
+  WEBHOOK_SECRET_GRACE_SECONDS: int(86_400, 0, 30 * 86_400),
   /** Sunset date announced on the deprecated /api/... alias. */
   API_ALIAS_SUNSET: z.string().default('2027-06-30'),
 });

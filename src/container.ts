@@ -12,6 +12,7 @@ import { systemClock, type Clock } from './core/clock.js';
 import type { CheckpointSigner, ModuleDeps } from './core/module.js';
 import { ephemeralSigner } from './domains/audit/signer.js';
 import { buildServices, type Services } from './modules.js';
+import type { EventType } from './domains/events/outbox.js';
 
 export interface Container extends ModuleDeps {
   services: Services;
@@ -38,6 +39,8 @@ export interface Infrastructure {
 
 /** Builds caches and services around an open database and shared state. */
 export function assemble(infra: Infrastructure): Container {
+  // Bound once the services exist: the webhooks module answers who subscribes (see ModuleDeps).
+  let services: Services | undefined;
   const deps: ModuleDeps = {
     config: infra.config,
     database: infra.database,
@@ -48,10 +51,12 @@ export function assemble(infra: Infrastructure): Container {
     responseCache: new ResponseCache(infra.state),
     auditSigner: infra.auditSigner ?? ephemeralSigner(),
     auditVerifyPageSize: infra.auditVerifyPageSize,
+    subscriptions: { wants: (orgId, type) => services!.webhooks.subscriptions.wants(orgId, type as EventType) },
   };
+  services = buildServices(deps);
   return {
     ...deps,
-    services: buildServices(deps),
+    services,
     async close() {
       await infra.state.close();
       await infra.database.close();

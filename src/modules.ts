@@ -17,6 +17,7 @@ import { policiesModule } from './domains/policies/index.js';
 import { accessGrantsModule } from './domains/access-grants/index.js';
 import { notificationChannelsModule } from './domains/notification-channels/index.js';
 import { policyDecisionsModule } from './domains/policy-decisions/index.js';
+import { webhooksModule } from './domains/webhooks/index.js';
 import type { ModuleDeps } from './core/module.js';
 
 export const modules = [
@@ -35,6 +36,7 @@ export const modules = [
   accessGrantsModule,
   notificationChannelsModule,
   policyDecisionsModule,
+  webhooksModule,
 ] as const;
 
 type AnyModule = (typeof modules)[number];

@@ -41,7 +41,7 @@ const files = filesUnder(SRC);
 const all = files.flatMap(importsOf);
 
 // Table names in raw SQL (`from traces`, `update agents a`), outside comments.
-const SQL_TABLE_RE = /\b(?:from|join|update|into)\s+(organizations|users|teams|team_members|api_keys|api_key_hashes|agents|traces|audit_logs|audit_chain_heads|outbox_events|saved_filters)\b/g;
+const SQL_TABLE_RE = /\b(?:from|join|update|into)\s+(organizations|users|teams|team_members|api_keys|api_key_hashes|agents|traces|audit_logs|audit_chain_heads|outbox_events|saved_filters|webhooks|webhook_messages|webhook_deliveries)\b/g;
 const SQL_OWNER: Record<string, string> = {
   organizations: 'organizations',
   users: 'users',
@@ -58,6 +58,9 @@ const SQL_OWNER: Record<string, string> = {
   audit_chain_heads: 'audit',
   outbox_events: 'events',
   saved_filters: 'saved-filters',
+  webhooks: 'webhooks',
+  webhook_messages: 'webhooks',
+  webhook_deliveries: 'webhooks',
 };
 const sqlUses = files.flatMap((file) => {
   const from = relative(SRC, file);
@@ -86,6 +89,9 @@ const OWNER: Record<string, string> = {
   auditChainHeads: 'audit',
   outboxEvents: 'events',
   savedFilters: 'saved-filters',
+  webhooks: 'webhooks',
+  webhookMessages: 'webhooks',
+  webhookDeliveries: 'webhooks',
 };
 // The organizations row also carries the settings (one table, two modules of one owner).
 const SHARED_OWNERS: Record<string, string[]> = { organizations: ['organizations', 'settings'] };

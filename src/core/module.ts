@@ -23,6 +23,12 @@ export interface ModuleDeps {
   responseCache: ResponseCache;
   /** Signs audit checkpoints, for the routes and the schedule alike (docs/decisions.md, "Audit checkpoints"). */
   auditSigner: CheckpointSigner;
+  /**
+   * Which event types some active webhook of an organization wants: ask before writing a
+   * high-volume event (src/domains/events/subscriptions.ts). The webhooks module answers it; the
+   * container binds it after the services are built, so any module may declare it.
+   */
+  subscriptions: { wants(organizationId: string, type: string): Promise<boolean> };
   /** Entries (and checkpoints) read per batch when the audit chain is walked (default: the audit module's; tests make it small to cross pages). */
   auditVerifyPageSize?: number;
 }

@@ -15,6 +15,7 @@
  *   and the route's `x-example` placed on its request and success bodies.
  */
 import type { FastifyInstance } from 'fastify';
+import { webhooksSection } from './openapi-webhooks.js';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { closure, componentsIn, REF, refsIn, renameRefs, transformRoute, type Json, type RouteFacts } from './openapi-schemas.js';
@@ -129,6 +130,9 @@ function transformDocument({ openapiObject }: { openapiObject: Json }): Json {
   }
   doc.components.schemas = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
 
+  // The deliveries receivers get, one entry per event type (src/http/openapi-webhooks.ts).
+  doc.webhooks = webhooksSection();
+  tags.add('Webhook events');
   const known = new Map(((doc.tags as { name: string }[] | undefined) ?? []).map((t) => [t.name, t]));
   doc.tags = [...tags].map((name) => known.get(name) ?? { name, description: `${name} operations.` });
   return doc;
@@ -182,6 +186,8 @@ const TAGS: Record<string, string> = {
   Teams: 'Teams and their members.',
   'Saved filters': "Each principal's saved list filters.",
   'Audit log': 'The tamper-evident audit log: entries, hash-chain verification, signed checkpoints, export.',
+  Webhooks: 'Signed outbound webhooks: endpoints, secrets, the delivery log, redelivery (admin).',
+  'Webhook events': 'The requests the service sends to your webhook URLs, one per event type (see the top-level webhooks section).',
   Agents: 'Agents: registration, lifecycle (pause, resume, archive, kill switch), budgets, statistics, agent-scoped keys.',
   Traces: 'Traces of agent activity: ingest, search, trees, statistics, export, review flags.',
 };

@@ -12,3 +12,4 @@ export * from './policies.js';
 export * from './access-grants.js';
 export * from './notification-channels.js';
 export * from './policy-decisions.js';
+export * from './webhooks.js';

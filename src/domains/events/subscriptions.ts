@@ -1,10 +1,8 @@
 /**
  * Which event types some active webhook of an organization subscribes to. High-volume events
- * (trace_completed, trace_error) are written to the outbox only when someone listens.
- *
- * Webhooks are not built yet (a later issue): until then nobody subscribes, and this answers
- * false without any I/O. The webhook issue replaces it with a per-organization cached lookup,
- * invalidated over pub/sub when a webhook changes.
+ * (trace_completed, trace_error) are written to the outbox only when someone listens. The webhooks
+ * module implements it (src/domains/webhooks/subscriptions.ts: a per-organization cache invalidated
+ * over pub/sub); the interface lives here so emitters need not import the webhooks module.
  */
 import type { EventType } from './outbox.js';
 
@@ -13,5 +11,5 @@ export interface Subscriptions {
   wants(organizationId: string, type: EventType): Promise<boolean>;
 }
 
-/** The subscriptions source used until webhooks exist: nobody listens. */
+/** Nobody listens: for code that runs without the webhooks module (tools, benchmarks). */
 export const noSubscriptions: Subscriptions = { wants: async () => false };

@@ -16,9 +16,10 @@ const HOUR_MS = 3_600_000;
 export const policyDecisionsModule = defineModule({
   name: 'policyDecisions',
   routes: policyDecisionRoutes,
-  needs: ['config', 'db', 'clock'],
-  services: ({ config, db, clock }) => {
-    const log = new DecisionLog({ db });
+  needs: ['config', 'db', 'clock', 'subscriptions'],
+  services: ({ config, db, clock, subscriptions }) => {
+    // Events of a decision reach the outbox only when a webhook wants their type.
+    const log = new DecisionLog({ db, subscriptions });
     return {
       /** Buffers one decision: synchronous, no I/O, never throws. */
       record: (input: Parameters<DecisionLog['record']>[0]) => log.record(input),
