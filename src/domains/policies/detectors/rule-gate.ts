@@ -9,8 +9,11 @@
  */
 
 export interface Gate {
+  /** Whole words, one of which (or one of `stems`) must be in the text; none of either: no such condition. */
   words: string[];
   stems: string[];
+  /** And, for each group, one of its substrings (a second condition for cues whose opening words are common). */
+  also?: string[][];
 }
 
 const META_CHARS = new Set(['\\', '(', ')', '[', ']', '{', '}', '?', '*', '+', '|', '.', '^', '$']);
@@ -96,6 +99,9 @@ export class GateIndex {
   private readonly wideStems: Array<[string, number]> = []; // non-ASCII: only tested on non-ASCII text
   private readonly always: number[] = [];
   private readonly size: number;
+  /** Cues with `also` groups, with the slots (after `size`) that mark each group found. */
+  private readonly conditional: Array<[number, number[]]> = [];
+  private readonly slots: number;
   /** Character code (< 128) → column of the table; 0 for characters no gate uses. */
   private readonly column = new Uint8Array(128);
   private readonly width: number;
@@ -109,14 +115,23 @@ export class GateIndex {
   constructor(gates: ReadonlyArray<Gate | null>) {
     this.size = gates.length;
     const patterns: Array<[string, number, boolean]> = [];
+    const stem = (st: string, slot: number) => (/^[\x00-\x7f]*$/.test(st) ? patterns.push([st, slot, false]) : this.wideStems.push([st, slot]));
+    let slot = gates.length;
     gates.forEach((g, i) => {
-      if (!g) return void this.always.push(i);
+      if (!g || (g.words.length === 0 && g.stems.length === 0)) this.always.push(i);
+      if (!g) return;
       for (const w of g.words) patterns.push([w, i, true]);
-      for (const st of g.stems) {
-        if (/^[\x00-\x7f]*$/.test(st)) patterns.push([st, i, false]);
-        else this.wideStems.push([st, i]);
+      for (const st of g.stems) stem(st, i);
+      if (g.also?.length) {
+        const groups: number[] = [];
+        for (const group of g.also) {
+          for (const st of group) stem(st, slot);
+          groups.push(slot++);
+        }
+        this.conditional.push([i, groups]);
       }
     });
+    this.slots = slot;
     let width = 1;
     for (const [p] of patterns) for (let k = 0; k < p.length; k++) if (this.column[p.charCodeAt(k)] === 0) this.column[p.charCodeAt(k)] = width++;
     this.width = width;
@@ -166,9 +181,9 @@ export class GateIndex {
     this.final = Uint8Array.from(outs, (o) => (o.length > 0 ? 1 : 0));
   }
 
-  /** Marks (1) the cues that may match `text`; `ascii` when the text has no other characters. */
+  /** Marks (1) the cues that may match `text` (indexes past the cues are internal); `ascii` when the text has no other characters. */
   open(text: string, ascii = false): Uint8Array {
-    const out = new Uint8Array(this.size);
+    const out = new Uint8Array(this.slots);
     for (const i of this.always) out[i] = 1;
     if (!ascii) for (const [st, i] of this.wideStems) if (!out[i] && text.includes(st)) out[i] = 1;
     const { column, next, outputs, width, final } = this;
@@ -190,6 +205,7 @@ export class GateIndex {
         out[cue] = 1;
       }
     }
+    for (const [cue, groups] of this.conditional) if (out[cue] && !groups.every((g) => out[g] === 1)) out[cue] = 0;
     return out;
   }
 }
