@@ -16,6 +16,7 @@ import { deconfuse, despace, fold, hasLeet, hasMixedScript, hasSpacedLetters, ma
 import { GateIndex, gateOf, type Gate } from './rule-gate.js';
 import { META, QUOTED, RULES, type Rule } from './injection-rules.js';
 import type { Finding } from './types.js';
+import { cachedScan, textDigest, worthCaching } from './scan-cache.js';
 import { walkStrings, type WalkCaps } from './walk.js';
 
 /** Characters scanned per request (input or output) by the injection detector. */
@@ -252,9 +253,10 @@ export function scoreText(text: string, path = 'input'): InjectionResult {
  * Scans `input` or `output` (string or JSON). The string fields are joined with blank lines and
  * scored as one text (one pass instead of one per field; no cue crosses a line break, so none spans
  * two fields, but cues in different fields add up); each finding is then mapped back to its field's
- * path and offsets.
+ * path and offsets. With `cacheScope` (the engine passes the agent id) the analysis of a joined
+ * text of cacheable size is kept in scan-cache.ts.
  */
-export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJECTION_CAPS): InjectionResult {
+export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJECTION_CAPS, cacheScope?: string): InjectionResult {
   const parts: string[] = [];
   const paths: string[] = [];
   const starts: number[] = [];
@@ -266,7 +268,9 @@ export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJ
     at += text.length + 2;
   }, caps);
   if (parts.length === 0) return { score: 0, top: null, findings: [], truncated };
-  const { score, hits } = analyse(parts.join('\n\n'));
+  const joined = parts.join('\n\n');
+  // The score depends on the joined text alone, so a repeated text is scored once (scan-cache.ts).
+  const { score, hits } = cacheScope !== undefined && worthCaching(joined.length) ? cachedScan(`${cacheScope}:injection:${textDigest(joined)}`, () => analyse(joined)) : analyse(joined);
   const findings = hits
     .slice()
     .sort((a, b) => b.weight - a.weight)
