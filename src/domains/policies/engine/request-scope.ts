@@ -11,7 +11,7 @@
  */
 import { INJECTION_CAPS, scanInjection, type InjectionResult } from '../detectors/injection.js';
 import type { OutputClassification, OutputClassifier } from '../detectors/output-classifier.js';
-import { compilePiiDetector, MAX_FINDINGS, type PiiDetector } from '../detectors/pii.js';
+import { compilePiiDetector, MAX_FINDINGS, textSignals, type PiiDetector, type TextSignals } from '../detectors/pii.js';
 import { cachedScan, textDigest, worthCaching } from '../detectors/scan-cache.js';
 import type { Finding } from '../detectors/types.js';
 import { walkStrings } from '../detectors/walk.js';
@@ -33,6 +33,8 @@ interface Joined {
   text: string;
   starts: number[];
   digest: string | null;
+  /** Computed on the first kind that needs them, then shared by every kind (pii.ts, textSignals). */
+  signals?: TextSignals;
 }
 
 /** One single-kind detector per PII kind, shared by every policy (compiled on first use). */
@@ -109,7 +111,7 @@ export class RequestScope {
       const j = this.joined(root);
       const scan = (): Finding[] => {
         const raw: Finding[] = [];
-        kindDetector(kind).scanText(j.text, '', raw);
+        kindDetector(kind).scanText(j.text, '', raw, undefined, (j.signals ??= textSignals(j.text)));
         return raw;
       };
       const raw = j.digest === null ? scan() : cachedScan(`${this.agent.id}:pii:${kind}:${j.digest}`, scan);
