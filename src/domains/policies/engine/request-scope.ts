@@ -32,7 +32,8 @@ interface Leaves {
 interface Joined {
   text: string;
   starts: number[];
-  digest: string | null;
+  /** Raw findings by PII kind for this text: shared through the scan cache when the text is worth caching. */
+  byKind: Map<PiiKind, Finding[]>;
   /** Computed on the first kind that needs them, then shared by every kind (pii.ts, textSignals). */
   signals?: TextSignals;
 }
@@ -98,7 +99,9 @@ export class RequestScope {
       let at = 0;
       for (const t of texts) (starts.push(at), (at += t.length + 1));
       const text = texts.join('\0');
-      this.joinedMemo[root] = j = { text, starts, digest: worthCaching(text.length) ? textDigest(text) : null };
+      // One cache entry per text for all kinds (filled kind by kind): one lookup per root and request.
+      const byKind = worthCaching(text.length) ? cachedScan(`${this.agent.id}:pii:${textDigest(text)}`, () => new Map<PiiKind, Finding[]>()) : new Map<PiiKind, Finding[]>();
+      this.joinedMemo[root] = j = { text, starts, byKind };
     }
     return j;
   }
@@ -109,12 +112,12 @@ export class RequestScope {
     let f = this.piiMemo.get(key);
     if (!f) {
       const j = this.joined(root);
-      const scan = (): Finding[] => {
-        const raw: Finding[] = [];
+      let raw = j.byKind.get(kind);
+      if (!raw) {
+        raw = [];
         kindDetector(kind).scanText(j.text, '', raw, undefined, (j.signals ??= textSignals(j.text)));
-        return raw;
-      };
-      const raw = j.digest === null ? scan() : cachedScan(`${this.agent.id}:pii:${kind}:${j.digest}`, scan);
+        j.byKind.set(kind, raw);
+      }
       const { paths, texts } = this.leaves(root);
       if (raw.length >= MAX_FINDINGS) {
         // At the cap, which findings are kept depends on the order of the scan: leaf by leaf, as before.
