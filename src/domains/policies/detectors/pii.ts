@@ -49,17 +49,25 @@ export interface TextSignals {
   /** Two capitals followed by two digits (the opening of an IBAN). */
   ibanStart: boolean;
   plus: boolean;
+  /** One of PROVIDER_TRIGRAMS, which every provider key pattern contains. */
+  provider: boolean;
 }
+
+/** Three characters each provider key pattern (PROVIDER_KEY) contains, in the order of its alternatives. */
+const PROVIDER_TRIGRAMS = ['sk-', 'AKI', 'ASI', 'ABI', 'ACC', 'hp_', 'ho_', 'hu_', 'hs_', 'hr_', 'ub_', 'at-', 'xox', 'AIz', 'sk_', 'rk_', 'pm_', 'hf_', 'SG.', 'vc_', '---'];
+const TRIGRAM = new Set(PROVIDER_TRIGRAMS.map((t) => (t.charCodeAt(0) << 16) | (t.charCodeAt(1) << 8) | t.charCodeAt(2)));
 
 // Character classes of the signals pass.
 const DIGIT = 1;
 const SEP = 2; // ` .()-/`
 const HEX = 4; // hex digits, ':' and '.'
 const UPPER = 8;
+const TRIGRAM_END = 16; // the last character of some provider trigram
 const SIGNAL_CLASS = new Uint8Array(128);
 for (let c = 0; c < 128; c++) {
   const ch = String.fromCharCode(c);
-  SIGNAL_CLASS[c] = (/\d/.test(ch) ? DIGIT : 0) | (/[ .()\-/]/.test(ch) ? SEP : 0) | (/[0-9A-Fa-f:.]/.test(ch) ? HEX : 0) | (/[A-Z]/.test(ch) ? UPPER : 0);
+  SIGNAL_CLASS[c] =
+    (/\d/.test(ch) ? DIGIT : 0) | (/[ .()\-/]/.test(ch) ? SEP : 0) | (/[0-9A-Fa-f:.]/.test(ch) ? HEX : 0) | (/[A-Z]/.test(ch) ? UPPER : 0) | (PROVIDER_TRIGRAMS.some((t) => t[2] === ch) ? TRIGRAM_END : 0);
 }
 
 /** The signals of `text` in one pass. */
@@ -73,6 +81,8 @@ export function textSignals(text: string): TextSignals {
   let runColons = 0;
   let ibanStart = false;
   let plus = false;
+  let provider = false;
+  let c2 = 0; // the character before the previous one
   let p1 = 0; // classes of the previous three characters
   let p2 = 0;
   let p3 = 0;
@@ -97,12 +107,14 @@ export function textSignals(text: string): TextSignals {
       if (c === 58 && ++runColons > colons) colons = runColons;
     } else runColons = 0;
     if (c === 43) plus = true;
+    if (k & TRIGRAM_END && !provider && TRIGRAM.has((c2 << 16) | (c1 << 8) | c)) provider = true;
+    c2 = c1;
     p3 = p2;
     p2 = p1;
     p1 = k;
     c1 = c;
   }
-  return { digitCluster, dotted, colons, ibanStart, plus };
+  return { digitCluster, dotted, colons, ibanStart, plus, provider };
 }
 
 // The email pattern's local part: the characters its lookbehind excludes before a match.
@@ -332,6 +344,7 @@ const KINDS: Record<PiiKind, Kind[]> = {
   api_key: [
     {
       code: 'pii.api_key',
+      gate: (g) => g.provider,
       re: new RegExp(`(?<![A-Za-z0-9_-])(?:${PROVIDER_KEY.source})`, 'g'),
       score: () => 0.95,
     },
