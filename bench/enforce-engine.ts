@@ -17,6 +17,7 @@ import { resetScanCache, scanCacheStats } from '../src/domains/policies/detector
 import { conversation } from './conversation.js';
 
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 20_000);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 10_000);
 const AGENT = '11111111-1111-4111-8111-111111111111';
 
 
@@ -41,7 +42,7 @@ const request: EnforceRequest = enforceRequestSchema.parse(body);
  * miss of the scan cache (scan-cache.ts), as a request the service has not seen before. The
  * variants are built before timing.
  */
-const variants: EnforceRequest[] = Array.from({ length: ITERATIONS + 2000 }, (_, i) => ({
+const variants: EnforceRequest[] = Array.from({ length: ITERATIONS + WARMUP }, (_, i) => ({
   ...request,
   input: { ...(request.input as Record<string, unknown>), customer: { id: `cus_${i}`, plan: 'pro' } },
   output: `${request.output as string} Ref ${i}.`,
@@ -110,7 +111,7 @@ const pct = (a: Float64Array, q: number) => a[Math.min(a.length - 1, Math.floor(
  * (process.cpuUsage, which excludes the time the process waits for a core on a loaded machine).
  */
 function measure(fn: (i: number) => unknown, iterations = ITERATIONS): Figures {
-  const warm = Math.min(2000, iterations);
+  const warm = Math.min(WARMUP, iterations); // long enough for the optimizing compiler to finish (its threads count in process CPU time)
   for (let i = 0; i < warm; i++) fn(iterations + i);
   const wall = new Float64Array(iterations);
   const cpu = new Float64Array(iterations);
