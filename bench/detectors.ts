@@ -2,11 +2,13 @@
  * Time per call of each policy detector on typical enforce payloads (1 KB and 10 KB of JSON with
  * prose, a few identifiers and one email), next to a baseline run in the same process: one
  * JSON.stringify of the payload plus one simple regex test over it (the least any scan must do).
- * Printed as µs per call (median of BENCH_ROUNDS rounds) and as a ratio to the baseline.
+ * Printed as µs per call (median of BENCH_ROUNDS rounds) and as a ratio to the baseline. Every row
+ * scans (no scan cache) except "scan cache hit", which repeats one text for one scope
+ * (docs/decisions.md, "Detector speed").
  * Usage: npm run bench:detectors. Figures in bench/README.md.
  */
 import { compileGlob, matchesAny } from '../src/domains/policies/glob.js';
-import { scanInjection } from '../src/domains/policies/detectors/injection.js';
+import { INJECTION_CAPS, scanInjection } from '../src/domains/policies/detectors/injection.js';
 import { compileOutputClassifier } from '../src/domains/policies/detectors/output-classifier.js';
 import { compilePiiDetector } from '../src/domains/policies/detectors/pii.js';
 import { PII_KINDS } from '../src/domains/policies/rules.js';
@@ -57,6 +59,7 @@ for (const kb of [1, 10]) {
     ['pii: all 8 kinds', () => pii.scan(p, 'input')],
     ['pii: all 8 kinds + 2 custom patterns', () => piiCustom.scan(p, 'input')],
     ['injection_scan', () => scanInjection(p, 'input')],
+    ['injection_scan, scan cache hit', () => scanInjection(p, 'input', INJECTION_CAPS, 'bench-agent')],
     ['output_classifier (5 categories)', () => classifier.classify(p)],
     ['output_classifier (+ injection)', () => classifierInj.classify(p)],
     ['access_control: 10 globs × action', () => matchesAny(globs, 'send_email') || matchesAny(globs, 's3://public/reports/q3.pdf')],

@@ -15,6 +15,12 @@ export interface Rule {
   selfAware?: boolean;
   /** Substrings one of which the folded text must contain, when the gate derived from the source is too weak. */
   needs?: string[];
+  /**
+   * Groups of substrings the folded text must also contain, one of each group, when the cue's opening
+   * words are common (`the`, `to`, `two`): every match of the cue contains one of each group, so the
+   * gate only skips texts the cue cannot match (docs/decisions.md, "Detector speed").
+   */
+  also?: string[][];
 }
 
 const G = (n: number) => `[^.!?\\n]{0,${n}}?`;
@@ -28,7 +34,7 @@ const REVEAL =
 const HIDDEN = '(?:system|initial|original|hidden|secret|internal|underlying|pre-?prompt|meta|developer|confidential|preceding|base|full|exact)';
 const LIMITS = '(?:restrictions|limitations|limits|guidelines|filters|rules|policies|censorship|constraints|boundaries|principles|morals|ethics|safeguards|guardrails)';
 
-const r = (code: string, weight: number, source: string, selfAware = false, needs?: string[]): Rule => ({ code, weight, re: new RegExp(source, 'g'), selfAware, needs });
+const r = (code: string, weight: number, source: string, selfAware = false, needs?: string[], also?: string[][]): Rule => ({ code, weight, re: new RegExp(source, 'g'), selfAware, needs, also });
 const O = 'injection.instruction_override';
 const X = 'injection.prompt_extraction';
 const P = 'injection.role_play';
@@ -58,10 +64,10 @@ export const RULES: Rule[] = [
   r(X, 0.85, `\\b${REVEAL}\\b${G(45)}\\b${HIDDEN}[ -]?(?:prompt|instructions?|message|directives?|rules|guidelines|configuration|context)s?\\b`),
   r(X, 0.75, `\\bwhat (?:is|are|was|were) your (?:exact |full |complete |original |initial |hidden |secret )?(?:system prompt|instructions|initial prompt|prompt|rules|guidelines|directives)\\b`),
   r(X, 0.75, `\\b(?:repeat|print|output|copy|recite|echo|write out|type out)\\b${G(25)}\\b(?:everything|all|the (?:text|words|content|lines|messages?|instructions))\\b${G(20)}\\b(?:above|before this|prior|preceding|so far|until now|at the (?:start|beginning|top))\\b`),
-  r(X, 0.8, `\\b(?:your|the) (?:instructions|system prompt|initial prompt|prompt|rules)\\b${G(20)}\\b(?:verbatim|word for word|in full|exactly as (?:written|given)|unaltered|character for character)`),
+  r(X, 0.8, `\\b(?:your|the) (?:instructions|system prompt|initial prompt|prompt|rules)\\b${G(20)}\\b(?:verbatim|word for word|in full|exactly as (?:written|given)|unaltered|character for character)`, false, undefined, [['instructions', 'prompt', 'rules'], ['verbatim', 'word for word', 'in full', 'exactly as', 'unaltered', 'character for character']]),
   r(X, 0.7, `\\b(?:what|which) (?:instructions|rules|guidelines|directives) (?:were you|have you been|are you|did you get) (?:given|told|programmed|trained|provided)`),
   r(X, 0.8, `\\b(?:leak|reveal|dump|expose|disclose)\\b${G(20)}\\b(?:your|the) (?:pre-?prompt|prompt|instructions|rules|configuration)\\b`),
-  r(X, 0.75, `\\b(?:translate|summari[sz]e|rewrite|paraphrase|encode|convert)\\b${G(15)}\\byour (?:system prompt|initial prompt|instructions|hidden prompt|rules|prompt)\\b`),
+  r(X, 0.75, `\\b(?:translate|summari[sz]e|rewrite|paraphrase|encode|convert)\\b${G(15)}\\byour (?:system prompt|initial prompt|instructions|hidden prompt|rules|prompt)\\b`, false, undefined, [['your '], ['prompt', 'instructions', 'rules']]),
   r(X, 0.6, `\\bstart(?:ing)? (?:with|from) ["']?you are (?:a|an|chatgpt|the)\\b`),
   r(X, 0.45, `\\b(?:reveal|print|show|dump|leak|list|output|give me|tell me)\\b${G(25)}\\b(?:your|the|all)\\b${G(15)}\\b(?:api keys?|passwords?|credentials|secrets|access tokens|environment variables|env vars)\\b`),
   // --- persona switch / role play (English)
@@ -70,25 +76,25 @@ export const RULES: Rule[] = [
   r(P, 0.85, `\\byou (?:are|have been) (?:now |officially )?(?:freed|liberated|unleashed|unshackled|jailbroken|released from)\\b`),
   r(P, 0.45, `\\b(?:no|without|free of|free from|not bound by|not (?:restricted|limited) by|unbound by|beyond) (?:any |the |your |all )?(?:ethical |moral |content |safety |openai'?s? |anthropic'?s? |usual |normal )?${LIMITS}\\b`),
   r(P, 0.6, `\\b(?:hypothetical|fictional|imaginary|alternate|alternative)\\b${G(40)}\\b(?:ai|model|assistant|chatbot|world|universe|story)\\b${G(60)}\\b(?:no|without|lacks?|any)\\b${G(20)}\\b(?:restrictions|rules|filters|limits|ethics|guidelines|refus\\w*)`),
-  r(P, 0.7, `\\b(?:two|2|dual|both) (?:responses|answers|personalities|outputs|versions)\\b${G(80)}\\b(?:classic|filtered|censored|jailbreak|jailbroken|unfiltered|developer mode|dan)\\b`),
+  r(P, 0.7, `\\b(?:two|2|dual|both) (?:responses|answers|personalities|outputs|versions)\\b${G(80)}\\b(?:classic|filtered|censored|jailbreak|jailbroken|unfiltered|developer mode|dan)\\b`, false, undefined, [['responses', 'answers', 'personalities', 'outputs', 'versions']]),
   r(P, 0.35, `\\b(?:stay|remain|stay fully) in character\\b`),
   r(P, 0.5, `\\b(?:grandma|grandmother|deceased|late) \\w{0,12}\\b${G(80)}\\b(?:used to|would)\\b${G(20)}\\b(?:tell|read|recite|say|whisper)\\b`),
   // --- refusal suppression
   r(S, 0.45, `\\b(?:never|do not|don'?t|must not|cannot|can'?t|will not|won'?t|without)\\b${G(15)}\\b(?:refuse|decline|say no|apologi[sz]e|add (?:any |a |an )?(?:disclaimers?|warnings?)|include (?:any |a |an )?(?:disclaimers?|warnings?|caveats)|moraliz\\w*|lecture)\\b`),
   r(S, 0.3, `\\b(?:without|with no) (?:any )?(?:warnings?|disclaimers?|caveats|moraliz\\w*|lectures?)\\b`),
-  r(S, 0.4, `\\b(?:for educational purposes only|purely hypothetically|it'?s (?:just )?for a (?:novel|story|movie))\\b${G(80)}\\b(?:how to|step[- ]by[- ]step|instructions for|explain how)\\b`),
+  r(S, 0.4, `\\b(?:for educational purposes only|purely hypothetically|it'?s (?:just )?for a (?:novel|story|movie))\\b${G(80)}\\b(?:how to|step[- ]by[- ]step|instructions for|explain how)\\b`, false, undefined, [['educational purposes only', 'purely hypothetically', 'for a novel', 'for a story', 'for a movie'], ['how to', 'step', 'instructions for', 'explain how']]),
   // --- fake delimiters and dialogue
   r(D, 0.85, `<\\|(?:im_start|im_end|system|endoftext|start_header_id|end_header_id|eot_id|assistant|user)\\|>`, false, ['<|']),
   r(D, 0.6, `\\[/?(?:inst|sys|system)\\]|<</?sys>>|</?(?:system|sys|instructions?|admin)>`, false, ['inst]', 'sys]', 'system]', 'sys>', 'system>', 'instruction>', 'instructions>', 'admin>']),
   r(D, 0.6, `(?:-{3,}|={3,}|#{3,}|\\*{3,}|_{3,}|\\]\\]|\\}\\})\\s{0,3}(?:end|begin|start|new)\\b${G(30)}\\b(?:system|instructions?|prompt|input|context|conversation|session|admin|developer|user)`, false, ['---', '===', '###', '***', '___', ']]', '}}']),
   r(D, 0.55, `(?:^|\\n)\\s{0,8}(?:#{1,6}\\s{0,3}|\\*\\*|\\[|<)?\\s{0,3}(?:system|admin|developer|root)\\s{0,3}(?:message|prompt|note|instruction|override|update)?\\s{0,3}(?:\\]|>|\\*\\*)?\\s{0,3}:${G(60)}\\b(?:you|ignore|new|must|assistant|ai|model|disregard|override)\\b`, false, ['system', 'admin', 'developer', 'root']),
   r(D, 0.35, `"role"\\s{0,3}:\\s{0,3}"(?:system|developer)"`, false, ['"role"']),
-  r(D, 0.55, `(?:^|\\n)\\s{0,4}(?:assistant|ai|system|chatgpt|bot)\\s{0,2}:\\s{0,3}(?:sure|ok|okay|certainly|of course|understood|absolutely)[,.!]`, false, ['assistant', 'ai', 'system', 'chatgpt', 'bot']),
+  r(D, 0.55, `(?:^|\\n)\\s{0,4}(?:assistant|ai|system|chatgpt|bot)\\s{0,2}:\\s{0,3}(?:sure|ok|okay|certainly|of course|understood|absolutely)[,.!]`, false, ['assistant', 'ai', 'system', 'chatgpt', 'bot'], [[':'], ['sure', 'ok', 'certainly', 'of course', 'understood', 'absolutely']]),
   r(D, 0.6, `\\b(?:end of|end)\\s(?:the\\s)?(?:user\\s|untrusted\\s)?(?:input|document|context|data)\\b${G(40)}\\b(?:new|now|system|ignore|instructions?)\\b`),
   // --- indirect injection aimed at an assistant reading content
   r(I, 0.7, `\\b(?:note|message|instructions?|attention|important|notice)\\s(?:to|for)\\s(?:the\\s|any\\s|all\\s)?(?:ai|llm|language model|assistant|chatbot|agent|bot|gpt|claude|model)s?\\b`),
   r(I, 0.65, `\\b(?:attention|hey|dear|note|notice|important)[,:]?\\s(?:to\\s|for\\s)?(?:the\\s|any\\s|all\\s)?(?:ai|llm|assistant|chatbot|agent|bot|ai agent|ai assistant)s?\\s{0,2}[:,]`),
-  r(I, 0.7, `\\bto (?:the|any|all) (?:ai|llm|chatbot|assistant|agent|bot|model)s? (?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|reviewing)\\b`),
+  r(I, 0.7, `\\bto (?:the|any|all) (?:ai|llm|chatbot|assistant|agent|bot|model)s? (?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|reviewing)\\b`, false, undefined, [['reading', 'processing', 'summari', 'parsing', 'analy', 'reviewing']]),
   r(I, 0.65, `\\bif you are an? (?:ai|llm|language model|assistant|ai assistant|automated \\w{1,12}|bot|chatbot|ai agent)\\b`),
   r(I, 0.7, `\\b(?:ai|llm)(?: [a-z]{1,15})? (?:assistants?|agents?|models?|systems?|tools?) (?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|reviewing) this\\b`),
   r(I, 0.55, `\\bwhen (?:summari[sz]ing|processing|reading|you read|you summari[sz]e|you process|asked about) this\\b${G(60)}\\b(?:say|include|tell|add|recommend|state|output|ignore|mention|append|insert)\\b`),

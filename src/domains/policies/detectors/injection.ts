@@ -13,9 +13,10 @@
  * string). Caps and known gaps: docs/decisions.md ("Policy detectors").
  */
 import { deconfuse, despace, fold, hasLeet, hasMixedScript, hasSpacedLetters, mapChars, originalOffset, unleet, type View } from './normalize.js';
-import { GateIndex, gateOf } from './rule-gate.js';
+import { GateIndex, gateOf, type Gate } from './rule-gate.js';
 import { META, QUOTED, RULES, type Rule } from './injection-rules.js';
 import type { Finding } from './types.js';
+import { cachedScan, textDigest, worthCaching } from './scan-cache.js';
 import { walkStrings, type WalkCaps } from './walk.js';
 
 /** Characters scanned per request (input or output) by the injection detector. */
@@ -30,9 +31,14 @@ interface Cues {
   rules: Rule[];
   index: GateIndex;
 }
-const cues = (rules: Rule[]): Cues => ({ rules, index: new GateIndex(rules.map((r) => (r.needs ? { words: [], stems: r.needs } : gateOf(r.re.source)))) });
+const gate = (r: Rule): Gate | null => {
+  const g = r.needs ? { words: [], stems: r.needs } : gateOf(r.re.source);
+  return r.also ? { ...(g ?? { words: [], stems: [] }), also: r.also } : g;
+};
+const cues = (rules: Rule[]): Cues => ({ rules, index: new GateIndex(rules.map(gate)) });
 const CUES = cues(RULES);
-const LEET_CUES = cues(RULES.map((r) => ({ ...r, re: new RegExp(r.re.source.replace(/l/g, 'i'), 'g'), needs: r.needs?.map((n) => n.replace(/l/g, 'i')) })));
+const leet = (s: string) => s.replace(/l/g, 'i');
+const LEET_CUES = cues(RULES.map((r) => ({ ...r, re: new RegExp(leet(r.re.source), 'g'), needs: r.needs?.map(leet), also: r.also?.map((g) => g.map(leet)) })));
 
 export interface InjectionResult {
   /** 0..1; compare with the policy's threshold. */
@@ -105,6 +111,59 @@ function encodedRuns(src: string): Array<[number, number]> {
   return runs;
 }
 
+// Classes of ASCII characters for asciiSignals: base64(url) character, \w, letter, leet digit.
+const B64 = 1;
+const WORD = 2;
+const LETTER = 4;
+const LEET_DIGIT = 8;
+const CLASS = new Uint8Array(128);
+for (let c = 0; c < 128; c++) {
+  const ch = String.fromCharCode(c);
+  CLASS[c] = (/[A-Za-z0-9+/_-]/.test(ch) ? B64 : 0) | (/\w/.test(ch) ? WORD : 0) | (/[A-Za-z]/.test(ch) ? LETTER : 0) | (/[013457]/.test(ch) ? LEET_DIGIT : 0);
+}
+
+interface Signals {
+  /** What encodedRuns answers. */
+  runs: Array<[number, number]>;
+  /** `\w` runs holding a leet digit next to a letter: the only places hasLeet's pattern can match. */
+  leet: Array<[number, number]>;
+}
+
+/**
+ * For ASCII text (whose folded view is its lower case, same offsets): the base64 runs and the words
+ * that may be leet, in one pass instead of a loop for the runs plus hasLeet's regex over the whole
+ * text, which tried a lookahead at every word (docs/decisions.md, "Detector speed").
+ */
+function asciiSignals(src: string): Signals {
+  const runs: Array<[number, number]> = [];
+  const leet: Array<[number, number]> = [];
+  let b64 = -1;
+  let word = -1;
+  let cand = false;
+  let prev = 0;
+  const n = src.length;
+  for (let i = 0; i <= n; i++) {
+    const k = i < n ? CLASS[src.charCodeAt(i)] : 0;
+    if (k & B64) {
+      if (b64 < 0) b64 = i;
+    } else if (b64 >= 0) {
+      let end = i;
+      while (end < n && end - i < 2 && src.charCodeAt(end) === 61) end++; // '=' padding
+      if (end - b64 >= 24) runs.push([b64, end]);
+      b64 = -1;
+    }
+    if (k & WORD) {
+      if (word < 0) (word = i), (cand = false);
+      else if (((k & LEET_DIGIT) !== 0 && (prev & LETTER) !== 0) || ((k & LETTER) !== 0 && (prev & LEET_DIGIT) !== 0)) cand = true;
+    } else if (word >= 0) {
+      if (cand) leet.push([word, i]);
+      word = -1;
+    }
+    prev = k;
+  }
+  return { runs, leet };
+}
+
 function printable(s: string): boolean {
   if (s.length < 8) return false;
   let ok = 0;
@@ -118,6 +177,7 @@ function printable(s: string): boolean {
 /** Scores one string; `depth` 1 for decoded payloads (no further decoding). */
 function analyse(src: string, depth = 0): { score: number; hits: Hit[] } {
   const f = fold(src);
+  const sig = f.map === null ? asciiSignals(src) : null;
   const hits: Hit[] = [];
   const seen = new Set<string>();
   let memo: Array<[number, number]> | null = null;
@@ -131,7 +191,7 @@ function analyse(src: string, depth = 0): { score: number; hits: Hit[] } {
     runRules(deconfuse(f), CUES, 'h', hits, seen, quotes, 'injection.encoding');
     hits.push({ code: 'injection.encoding', weight: 0.3, start: 0, end: 0, key: 'mixed', quoted: false });
   }
-  if (hasLeet(f.text)) runRules(unleet(f), LEET_CUES, 'l', hits, seen, none, 'injection.encoding');
+  if (sig ? sig.leet.some(([a, b]) => hasLeet(f.text.slice(a, b))) : hasLeet(f.text)) runRules(unleet(f), LEET_CUES, 'l', hits, seen, none, 'injection.encoding');
   if (hasSpacedLetters(f.text)) runRules(despace(f), CUES, 's', hits, seen, none, 'injection.encoding');
   if (/\brot-?13\b/.test(f.text)) runRules(mapChars(f, rot13), CUES, 'o', hits, seen, none, 'injection.encoding');
   if (/\b(?:reverse|backwards?|reversed|right to left)\b/.test(f.text)) {
@@ -150,7 +210,7 @@ function analyse(src: string, depth = 0): { score: number; hits: Hit[] } {
 
   if (depth === 0) {
     let decoded = 0;
-    for (const [a, b] of encodedRuns(src)) {
+    for (const [a, b] of sig ? sig.runs : encodedRuns(src)) {
       if (decoded >= MAX_DECODED_SEGMENTS) break;
       const seg = src.slice(a, Math.min(b, a + MAX_SEGMENT_CHARS));
       const hex = /^(?:[0-9a-fA-F]{2}){16,}$/.test(seg);
@@ -193,9 +253,10 @@ export function scoreText(text: string, path = 'input'): InjectionResult {
  * Scans `input` or `output` (string or JSON). The string fields are joined with blank lines and
  * scored as one text (one pass instead of one per field; no cue crosses a line break, so none spans
  * two fields, but cues in different fields add up); each finding is then mapped back to its field's
- * path and offsets.
+ * path and offsets. With `cacheScope` (the engine passes the agent id) the analysis of a joined
+ * text of cacheable size is kept in scan-cache.ts.
  */
-export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJECTION_CAPS): InjectionResult {
+export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJECTION_CAPS, cacheScope?: string): InjectionResult {
   const parts: string[] = [];
   const paths: string[] = [];
   const starts: number[] = [];
@@ -207,7 +268,9 @@ export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJ
     at += text.length + 2;
   }, caps);
   if (parts.length === 0) return { score: 0, top: null, findings: [], truncated };
-  const { score, hits } = analyse(parts.join('\n\n'));
+  const joined = parts.join('\n\n');
+  // The score depends on the joined text alone, so a repeated text is scored once (scan-cache.ts).
+  const { score, hits } = cacheScope !== undefined && worthCaching(joined.length) ? cachedScan(`${cacheScope}:injection:${textDigest(joined)}`, () => analyse(joined)) : analyse(joined);
   const findings = hits
     .slice()
     .sort((a, b) => b.weight - a.weight)

@@ -24,11 +24,125 @@ interface Kind {
   re: RegExp;
   /** Cheap test on the whole string before running `re`. */
   pre?: (text: string) => boolean;
+  /** Test on the text's signals (one pass shared by every kind) before running `re`; never false when `re` could match. */
+  gate?: (s: TextSignals) => boolean;
+  /** The next match from `from`, when a search around an anchor character is cheaper than `re` over the whole text (same matches). */
+  find?: (text: string, from: number) => RegExpExecArray | null;
   /** Score of a candidate match, 0 to drop it. `m[1]`, when the regex has a group, locates the secret. */
   score: (m: RegExpExecArray) => number;
 }
 
 const hasDigit = (t: string) => /\d/.test(t);
+
+/**
+ * What one pass over a text tells the kinds' gates (docs/decisions.md, "Detector speed"). Each gate
+ * is a necessary condition of its kind's pattern, so a closed gate skips only texts the pattern
+ * cannot match (or whose matches its validator would drop).
+ */
+export interface TextSignals {
+  /** Most digits in one cluster: digits at most two of ` .()-/` apart (cards 12+, SSNs 9, phones 8+). */
+  digitCluster: number;
+  /** A digit-dot-digit chain with three dots (the shape of an IPv4 address). */
+  dotted: boolean;
+  /** Most colons in one run of hex digits, colons and dots (an IPv6 address has two or more). */
+  colons: number;
+  /** Two capitals followed by two digits (the opening of an IBAN). */
+  ibanStart: boolean;
+  plus: boolean;
+  /** One of PROVIDER_TRIGRAMS, which every provider key pattern contains. */
+  provider: boolean;
+}
+
+/** Three characters each provider key pattern (PROVIDER_KEY) contains, in the order of its alternatives. */
+const PROVIDER_TRIGRAMS = ['sk-', 'AKI', 'ASI', 'ABI', 'ACC', 'hp_', 'ho_', 'hu_', 'hs_', 'hr_', 'ub_', 'at-', 'xox', 'AIz', 'sk_', 'rk_', 'pm_', 'hf_', 'SG.', 'vc_', '---'];
+const TRIGRAM = new Set(PROVIDER_TRIGRAMS.map((t) => (t.charCodeAt(0) << 16) | (t.charCodeAt(1) << 8) | t.charCodeAt(2)));
+
+// Character classes of the signals pass.
+const DIGIT = 1;
+const SEP = 2; // ` .()-/`
+const HEX = 4; // hex digits, ':' and '.'
+const UPPER = 8;
+const TRIGRAM_END = 16; // the last character of some provider trigram
+const SIGNAL_CLASS = new Uint8Array(128);
+for (let c = 0; c < 128; c++) {
+  const ch = String.fromCharCode(c);
+  SIGNAL_CLASS[c] =
+    (/\d/.test(ch) ? DIGIT : 0) | (/[ .()\-/]/.test(ch) ? SEP : 0) | (/[0-9A-Fa-f:.]/.test(ch) ? HEX : 0) | (/[A-Z]/.test(ch) ? UPPER : 0) | (PROVIDER_TRIGRAMS.some((t) => t[2] === ch) ? TRIGRAM_END : 0);
+}
+
+/** The signals of `text` in one pass. */
+export function textSignals(text: string): TextSignals {
+  let digitCluster = 0;
+  let cluster = 0;
+  let gap = 3;
+  let chainDots = 0;
+  let dotted = false;
+  let colons = 0;
+  let runColons = 0;
+  let ibanStart = false;
+  let plus = false;
+  let provider = false;
+  let c2 = 0; // the character before the previous one
+  let p1 = 0; // classes of the previous three characters
+  let p2 = 0;
+  let p3 = 0;
+  let c1 = 0; // the previous character
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const k = c < 128 ? SIGNAL_CLASS[c] : 0;
+    if (k & DIGIT) {
+      cluster = gap <= 2 ? cluster + 1 : 1;
+      gap = 0;
+      if (cluster > digitCluster) digitCluster = cluster;
+      if (c1 === 46 && p2 & DIGIT) {
+        if (++chainDots >= 3) dotted = true;
+      } else if (!(p1 & DIGIT)) chainDots = 0;
+      if (p1 & DIGIT && p2 & UPPER && p3 & UPPER) ibanStart = true;
+    } else {
+      gap = k & SEP ? gap + 1 : 3;
+      if (c !== 46) chainDots = 0;
+      else if (c1 === 46) chainDots = 0;
+    }
+    if (k & HEX) {
+      if (c === 58 && ++runColons > colons) colons = runColons;
+    } else runColons = 0;
+    if (c === 43) plus = true;
+    if (k & TRIGRAM_END && !provider && TRIGRAM.has((c2 << 16) | (c1 << 8) | c)) provider = true;
+    c2 = c1;
+    p3 = p2;
+    p2 = p1;
+    p1 = k;
+    c1 = c;
+  }
+  return { digitCluster, dotted, colons, ibanStart, plus, provider };
+}
+
+// The email pattern's local part: the characters its lookbehind excludes before a match.
+const LOCAL = new Uint8Array(128);
+for (let c = 0; c < 128; c++) LOCAL[c] = /[\w.%+-]/.test(String.fromCharCode(c)) ? 1 : 0;
+const EMAIL = /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,8}[A-Za-z]{2,24}(?![\w-])/g;
+const EMAIL_AT = new RegExp(EMAIL.source, 'y');
+
+/**
+ * The next email from `from`, found from its '@': a match must start where the run of local-part
+ * characters before an '@' starts (its lookbehind refuses any later start), at most 64 characters
+ * back, so one anchored attempt per '@' finds what the pattern finds scanning every position.
+ */
+function nextEmail(text: string, from: number): RegExpExecArray | null {
+  for (let at = text.indexOf('@', from); at >= 0; at = text.indexOf('@', at + 1)) {
+    let s = at;
+    while (s > 0 && at - s <= 64) {
+      const c = text.charCodeAt(s - 1);
+      if (c >= 128 || LOCAL[c] === 0) break;
+      s--;
+    }
+    if (s === at || at - s > 64 || s < from) continue;
+    EMAIL_AT.lastIndex = s;
+    const m = EMAIL_AT.exec(text);
+    if (m) return m;
+  }
+  return null;
+}
 
 export function luhn(digits: string): boolean {
   let sum = 0;
@@ -143,8 +257,8 @@ const KINDS: Record<PiiKind, Kind[]> = {
   email: [
     {
       code: 'pii.email',
-      pre: (t) => t.includes('@'),
-      re: /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,8}[A-Za-z]{2,24}(?![\w-])/g,
+      re: EMAIL,
+      find: nextEmail,
       score: () => 0.95,
     },
   ],
@@ -152,7 +266,7 @@ const KINDS: Record<PiiKind, Kind[]> = {
     {
       // International form: + country code, 8-15 digits in all (E.164), separators allowed.
       code: 'pii.phone',
-      pre: (t) => t.includes('+'),
+      gate: (g) => g.plus && g.digitCluster >= 8,
       re: /(?<![\w+])\+\d{1,3}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]?\d{1,5}){2,6}(?![\d])/g,
       score: (m) => {
         const n = m[0].replace(/\D/g, '').length;
@@ -162,14 +276,14 @@ const KINDS: Record<PiiKind, Kind[]> = {
     {
       // North American form with separators: (212) 555-0142, 212-555-0142, 212.555.0142.
       code: 'pii.phone',
-      pre: hasDigit,
+      gate: (g) => g.digitCluster >= 10,
       re: /(?<![\w+.-])(?:\([2-9]\d{2}\) ?|[2-9]\d{2}[-. ])[2-9]\d{2}[-. ]\d{4}(?![\w-]|\.\d)/g,
       score: () => 0.75,
     },
     {
       // National forms starting with a trunk 0 and grouped digits: 06 12 34 56 78, 030 1234 5678, 07700 900123.
       code: 'pii.phone',
-      pre: hasDigit,
+      gate: (g) => g.digitCluster >= 10,
       re: /(?<![\w+.-])0\d{1,4}(?:[ .-]\d{2,4}){2,4}(?![\w-]|\.\d)/g,
       score: (m) => {
         const n = m[0].replace(/\D/g, '').length;
@@ -180,7 +294,7 @@ const KINDS: Record<PiiKind, Kind[]> = {
   credit_card: [
     {
       code: 'pii.credit_card',
-      pre: hasDigit,
+      gate: (g) => g.digitCluster >= 12,
       re: /(?<![\d-])\d(?:[ -]?\d){11,18}(?![\d-])/g,
       score: (m) => {
         const d = m[0].replace(/[ -]/g, '');
@@ -192,13 +306,14 @@ const KINDS: Record<PiiKind, Kind[]> = {
   ssn: [
     {
       code: 'pii.ssn',
-      pre: hasDigit,
+      gate: (g) => g.digitCluster >= 9,
       re: /(?<![\w-])(\d{3})([- ])(\d{2})\2(\d{4})(?![\w-])/g,
       score: (m) => (validSsn(m[1], m[3], m[4]) ? (m[2] === '-' ? 0.85 : 0.6) : 0),
     },
     {
       // Nine digits without separators, only right after a label.
       code: 'pii.ssn',
+      gate: (g) => g.digitCluster >= 9,
       pre: (t) => /ssn|social security/i.test(t),
       re: /(?:ssn|social security(?: number| no\.?)?)[\s:#=-]{0,4}(\d{9})(?!\d)/dgi,
       score: (m) => (validSsn(m[1].slice(0, 3), m[1].slice(3, 5), m[1].slice(5)) ? 0.9 : 0),
@@ -207,7 +322,7 @@ const KINDS: Record<PiiKind, Kind[]> = {
   iban: [
     {
       code: 'pii.iban',
-      pre: hasDigit,
+      gate: (g) => g.ibanStart,
       re: /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])/g,
       score: (m) => (validIban(m[0]) ? 0.95 : 0),
     },
@@ -215,13 +330,13 @@ const KINDS: Record<PiiKind, Kind[]> = {
   ip_address: [
     {
       code: 'pii.ip_address',
-      pre: (t) => t.includes('.'),
+      gate: (g) => g.dotted,
       re: new RegExp(`(?<![\\w.])(?:${OCTET}\\.){3}${OCTET}(?![\\w]|\\.\\d)`, 'g'),
       score: () => 0.7,
     },
     {
       code: 'pii.ip_address',
-      pre: (t) => t.includes(':'),
+      gate: (g) => g.colons >= 2,
       re: /(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?(?![\w:.])/g,
       score: (m) => (m[0].length >= 3 && /[0-9a-fA-F]/.test(m[0]) && ipaddr.IPv6.isValid(m[0]) ? 0.8 : 0),
     },
@@ -229,6 +344,7 @@ const KINDS: Record<PiiKind, Kind[]> = {
   api_key: [
     {
       code: 'pii.api_key',
+      gate: (g) => g.provider,
       re: new RegExp(`(?<![A-Za-z0-9_-])(?:${PROVIDER_KEY.source})`, 'g'),
       score: () => 0.95,
     },
@@ -268,7 +384,7 @@ export interface PiiDetector {
    * Scans one string at `path`, appending to `out`; answers false once MAX_FINDINGS is reached.
    * `budget.custom` counts down the characters custom patterns may still read in this scan.
    */
-  scanText(text: string, path: string, out: Finding[], budget?: { custom: number }): boolean;
+  scanText(text: string, path: string, out: Finding[], budget?: { custom: number }, signals?: TextSignals): boolean;
 }
 
 /** Compiles a detector for the chosen kinds and custom patterns (once per policy version). */
@@ -277,12 +393,15 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
   const custom = (options.patterns ?? []).map((p) => new RegExp(p, 'g'));
   const caps = options.caps ?? DEFAULT_CAPS;
 
-  const scanText = (text: string, path: string, out: Finding[], budget = { custom: CUSTOM_PATTERN_CHARS }): boolean => {
+  const scanText = (text: string, path: string, out: Finding[], budget = { custom: CUSTOM_PATTERN_CHARS }, signals?: TextSignals): boolean => {
+    let sig = signals;
     for (const k of kinds) {
+      if (k.gate && !k.gate((sig ??= textSignals(text)))) continue;
       if (k.pre && !k.pre(text)) continue;
       const re = k.re;
       re.lastIndex = 0;
-      for (let m = re.exec(text); m; m = re.exec(text)) {
+      const next = k.find ? (m: RegExpExecArray | null) => k.find!(text, m ? m.index + m[0].length : 0) : () => re.exec(text);
+      for (let m = next(null); m; m = next(m)) {
         const score = k.score(m);
         if (score > 0) {
           // A labelled match locates the value, not the label (its group when the regex has one).

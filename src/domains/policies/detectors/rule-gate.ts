@@ -3,13 +3,17 @@
  * a group of alternatives (`\b(?:ignore|disregard|...)`), the cue can only match if the text holds
  * one of their literal beginnings. Whole words are looked up in the text's word set, partial ones
  * (`ignore[zr]?`, `pretend(?: to be...)`, Cyrillic and CJK stems) with `includes`. A regex that does
- * not start that way always runs. This keeps the detector's cost per call near one pass over the
- * words instead of one pass per cue (bench/README.md, "bench:detectors").
+ * not start that way always runs. All gates are matched together in one pass over the text
+ * (GateIndex), so the detector's cost per call does not grow with the number of cues
+ * (bench/README.md, "bench:detectors"; docs/decisions.md, "Detector speed").
  */
 
 export interface Gate {
+  /** Whole words, one of which (or one of `stems`) must be in the text; none of either: no such condition. */
   words: string[];
   stems: string[];
+  /** And, for each group, one of its substrings (a second condition for cues whose opening words are common). */
+  also?: string[][];
 }
 
 const META_CHARS = new Set(['\\', '(', ')', '[', ']', '{', '}', '?', '*', '+', '|', '.', '^', '$']);
@@ -80,50 +84,128 @@ export function gateOf(source: string): Gate | null {
   return { words, stems };
 }
 
+/** Characters of a gate word: a word is a maximal run of them in the folded text. */
+const isWordChar = (c: number) => (c >= 97 && c <= 122) || c === 39;
+
 /**
- * All cues' gates indexed for one pass over a text: gate word → cues, stems tested with
- * `includes`, and the cues without a gate.
+ * All cues' gates indexed for one pass over a text: every ASCII word and stem goes into one
+ * Aho-Corasick automaton, compiled to a dense transition table over the characters the gates use
+ * (docs/decisions.md, "Detector speed"), so the cost per call is one table lookup per character
+ * whatever the number of cues. A word counts only as a whole word (a maximal run of `a-z` and `'`),
+ * a stem anywhere. Non-ASCII stems (Cyrillic, CJK) are few and tested with `includes`, on
+ * non-ASCII text only; cues without a gate are always open.
  */
 export class GateIndex {
-  private readonly byWord = new Map<string, number[]>();
-  private readonly stems: Array<[string, number]> = [];
   private readonly wideStems: Array<[string, number]> = []; // non-ASCII: only tested on non-ASCII text
   private readonly always: number[] = [];
   private readonly size: number;
+  /** Cues with `also` groups, with the slots (after `size`) that mark each group found. */
+  private readonly conditional: Array<[number, number[]]> = [];
+  private readonly slots: number;
+  /** Character code (< 128) → column of the table; 0 for characters no gate uses. */
+  private readonly column = new Uint8Array(128);
+  private readonly width: number;
+  /** Next state by (state × width + column). */
+  private readonly next: Int32Array;
+  /** Per state, the gates ending there (own and through failure links): [cue, length, whole (1/0)] triples. */
+  private readonly outputs: Int32Array[];
+  /** 1 for the states with outputs (the scan reads this byte per character, the list only on a hit). */
+  private readonly final: Uint8Array;
 
   constructor(gates: ReadonlyArray<Gate | null>) {
     this.size = gates.length;
+    const patterns: Array<[string, number, boolean]> = [];
+    const stem = (st: string, slot: number) => (/^[\x00-\x7f]*$/.test(st) ? patterns.push([st, slot, false]) : this.wideStems.push([st, slot]));
+    let slot = gates.length;
     gates.forEach((g, i) => {
-      if (!g) return void this.always.push(i);
-      for (const w of g.words) {
-        const list = this.byWord.get(w) ?? [];
-        list.push(i);
-        this.byWord.set(w, list);
-      }
-      for (const st of g.stems) (/^[\x00-\x7f]*$/.test(st) ? this.stems : this.wideStems).push([st, i]);
-    });
-  }
-
-  /** Marks (1) the cues that may match `text`; `ascii` when the text has no other characters. */
-  open(text: string, ascii = false): Uint8Array {
-    const out = new Uint8Array(this.size);
-    for (const i of this.always) out[i] = 1;
-    for (const [st, i] of this.stems) if (!out[i] && text.includes(st)) out[i] = 1;
-    if (!ascii) for (const [st, i] of this.wideStems) if (!out[i] && text.includes(st)) out[i] = 1;
-    let start = -1;
-    for (let k = 0; k <= text.length; k++) {
-      const c = k < text.length ? text.charCodeAt(k) : 32;
-      const inWord = (c >= 97 && c <= 122) || c === 39;
-      if (inWord) {
-        if (start < 0) start = k;
-      } else if (start >= 0) {
-        if (k - start <= 20) {
-          const list = this.byWord.get(text.slice(start, k));
-          if (list) for (const i of list) out[i] = 1;
+      if (!g || (g.words.length === 0 && g.stems.length === 0)) this.always.push(i);
+      if (!g) return;
+      for (const w of g.words) patterns.push([w, i, true]);
+      for (const st of g.stems) stem(st, i);
+      if (g.also?.length) {
+        const groups: number[] = [];
+        for (const group of g.also) {
+          for (const st of group) stem(st, slot);
+          groups.push(slot++);
         }
-        start = -1;
+        this.conditional.push([i, groups]);
+      }
+    });
+    this.slots = slot;
+    let width = 1;
+    for (const [p] of patterns) for (let k = 0; k < p.length; k++) if (this.column[p.charCodeAt(k)] === 0) this.column[p.charCodeAt(k)] = width++;
+    this.width = width;
+    // The trie, then failure links breadth first, then the dense table (a DFA: no failure walk at scan time).
+    const trie: Array<Map<number, number>> = [new Map()];
+    const own: number[][] = [[]];
+    for (const [p, cue, whole] of patterns) {
+      let s = 0;
+      for (let k = 0; k < p.length; k++) {
+        const col = this.column[p.charCodeAt(k)];
+        let t = trie[s].get(col);
+        if (t === undefined) {
+          t = trie.length;
+          trie.push(new Map());
+          own.push([]);
+          trie[s].set(col, t);
+        }
+        s = t;
+      }
+      own[s].push(cue, p.length, whole ? 1 : 0);
+    }
+    const n = trie.length;
+    const next = new Int32Array(n * width);
+    const fail = new Int32Array(n);
+    const outs: number[][] = own.map((o) => o.slice());
+    const queue: number[] = [];
+    for (let col = 0; col < width; col++) {
+      const t = trie[0].get(col);
+      next[col] = t ?? 0;
+      if (t !== undefined) queue.push(t);
+    }
+    for (let qi = 0; qi < queue.length; qi++) {
+      const s = queue[qi];
+      outs[s].push(...outs[fail[s]]);
+      for (let col = 0; col < width; col++) {
+        const t = trie[s].get(col);
+        if (t === undefined) next[s * width + col] = next[fail[s] * width + col];
+        else {
+          fail[t] = next[fail[s] * width + col];
+          next[s * width + col] = t;
+          queue.push(t);
+        }
       }
     }
+    this.next = next;
+    this.outputs = outs.map((o) => Int32Array.from(o));
+    this.final = Uint8Array.from(outs, (o) => (o.length > 0 ? 1 : 0));
+  }
+
+  /** Marks (1) the cues that may match `text` (indexes past the cues are internal); `ascii` when the text has no other characters. */
+  open(text: string, ascii = false): Uint8Array {
+    const out = new Uint8Array(this.slots);
+    for (const i of this.always) out[i] = 1;
+    if (!ascii) for (const [st, i] of this.wideStems) if (!out[i] && text.includes(st)) out[i] = 1;
+    const { column, next, outputs, width, final } = this;
+    const n = text.length;
+    let s = 0;
+    for (let k = 0; k < n; k++) {
+      const c = text.charCodeAt(k);
+      // No ASCII gate spans a non-ASCII character: back to the root.
+      s = c < 128 ? next[s * width + column[c]] : 0;
+      if (final[s] === 0) continue;
+      const o = outputs[s];
+      for (let j = 0; j < o.length; j += 3) {
+        const cue = o[j];
+        if (out[cue]) continue;
+        if (o[j + 2] === 1) {
+          const start = k + 1 - o[j + 1];
+          if ((start > 0 && isWordChar(text.charCodeAt(start - 1))) || (k + 1 < n && isWordChar(text.charCodeAt(k + 1)))) continue;
+        }
+        out[cue] = 1;
+      }
+    }
+    for (const [cue, groups] of this.conditional) if (out[cue] && !groups.every((g) => out[g] === 1)) out[cue] = 0;
     return out;
   }
 }
