@@ -396,8 +396,10 @@ describe('POST /policies/test', () => {
     expect(Object.keys(bad.json().error.fields)).toEqual(['policy.ruleDefinition.detect.0']);
     const badAgent = await test(o, { policyType: 'access_control', ruleDefinition: { denyActions: ['x'] }, agentId: randomUUID() }, { agentId: a.id, action: action() });
     expect(Object.keys(badAgent.json().error.fields)).toEqual(['policy.agentId']);
-    expect((await test(o, { policyType: 'access_control', ruleDefinition: {} }, { agentId: 'nobody', action: action() })).statusCode).toBe(404);
-    expect((await test(o, { policyType: 'access_control', ruleDefinition: {} }, { agentId: a.id })).statusCode).toBe(422);
+    expect((await test(o, { policyType: 'access_control', ruleDefinition: { denyActions: ['x'] } }, { agentId: 'nobody', action: action() })).statusCode).toBe(404);
+    const noAction = await test(o, { policyType: 'access_control', ruleDefinition: { denyActions: ['x'] } }, { agentId: a.id });
+    expect(noAction.statusCode).toBe(422);
+    expect(Object.keys(noAction.json().error.fields)).toEqual(['request.action']);
   });
 
   it('answers the decision of that one policy and saves, records and emits nothing; no quota, no grant', async ({ app, freshOrg: o }) => {
@@ -424,11 +426,12 @@ describe('POST /policies/test', () => {
     expect((await o.req({ method: 'GET', url: '/api/v1/audit-logs?limit=1' })).json().meta.total).toBe(before.audit);
   });
 
-  it('needs policy:write and a developer; agent keys are refused', async ({ freshOrg: o }) => {
+  it('needs policy:read, any role (contract.md); agent keys are refused', async ({ freshOrg: o }) => {
     const a = await newAgent(o);
     const reader = await createKey(o, { scopes: ['policy:read'] });
-    const body = [{ policyType: 'access_control', ruleDefinition: {} }, { agentId: a.id, action: action() }] as const;
-    expect((await test(o, ...body, reader.key)).statusCode).toBe(403);
+    const body = [{ policyType: 'access_control', ruleDefinition: { denyActions: ['x'] } }, { agentId: a.id, action: action() }] as const;
+    expect((await test(o, ...body, reader.key)).statusCode).toBe(200);
+    expect((await test(o, ...body, (await createKey(o, { scopes: ['agent:read'] })).key)).statusCode).toBe(403);
     const k = (await o.req({ method: 'POST', url: `/api/v1/agents/${a.id}/keys`, payload: { name: 'sdk' } })).json().data.key as string;
     expect((await test(o, ...body, k)).statusCode).toBe(403);
   });

@@ -64,7 +64,8 @@ export async function policyRoutes(app: FastifyInstance) {
   });
 
   r.post('/policies/test', {
-    config: { auth: { ...write, role: 'developer' } },
+    // contract.md ("Principals, roles and scopes"): a dry run changes no configuration, so policy:read and any role, like enforce.
+    config: { auth: { scope: 'policy:read', role: 'viewer' } },
     schema: {
       tags,
       operationId: 'policies.test',
