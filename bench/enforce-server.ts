@@ -1,10 +1,11 @@
 /**
  * Child process of `npm run bench:enforce`: the real application (as the server runs it, jobs
  * included) plus one bare route beside it, `POST /api/v1/bench/bare`, with enforce's own auth
- * config (scope policy:read, the enforce rate-limit class) answering a constant: the same
- * authentication, rate limiting and body parsing, no policy work. Reports `{ port, key, orgId }`
+ * config (scope policy:read, the enforce rate-limit class) and body schema, answering a constant:
+ * the same authentication, rate limiting, body parsing and validation, no policy work. Reports `{ port, key, orgId }`
  * over IPC; answers 'cpu' with its CPU time.
  */
+import { enforceRequestSchema } from '../src/domains/policies/enforce-schemas.js';
 import { startBenchApp } from './start-app.js';
 
 const send = (m: unknown) => process.send!(m);
@@ -14,7 +15,8 @@ const b = await startBenchApp({
   dataDir: null,
   env: { LOG_LEVEL: 'silent', RATE_LIMIT_CONTROL_PER_MINUTE: '100000000', ENFORCEMENT_RATE_LIMIT_PER_MINUTE: '100000000' },
 });
-b.app.post('/api/v1/bench/bare', { config: { auth: { scope: 'policy:read', role: 'viewer', agentKeys: true, rateLimit: 'enforce' } } }, async () => CONSTANT);
+// The same body schema as enforce (strict inputs refuse a body where none is declared), no response schema.
+b.app.post('/api/v1/bench/bare', { config: { auth: { scope: 'policy:read', role: 'viewer', agentKeys: true, rateLimit: 'enforce' } }, schema: { body: enforceRequestSchema } }, async () => CONSTANT);
 await b.app.listen({ port: 0, host: '127.0.0.1' });
 process.on('message', (m: { cmd: string }) => {
   if (m.cmd === 'cpu') send({ cpu: process.cpuUsage() });
