@@ -143,6 +143,23 @@ describe('the nine policy types through the route', () => {
   });
 });
 
+describe('sliding window', () => {
+  it('a burst at a fixed window edge does not pass twice maxRequests', async ({ app, freshOrg: o }) => {
+    const a = await newAgent(o);
+    await policy(o, 'cost_limit', {}, { maxRequests: 2, timeWindowSeconds: 60 });
+    app.clock.set('2026-03-10T10:00:50Z'); // 50 s into a fixed minute
+    expect((await decide(o, { agentId: a.id, action: action() })).decision).toBe('allow');
+    expect((await decide(o, { agentId: a.id, action: action() })).decision).toBe('allow');
+    expect((await decide(o, { agentId: a.id, action: action() })).decision).toBe('deny');
+    // 15 s later, a new fixed minute: the last 60 s still hold 3 matches (estimate 1 + 3 × 55/60).
+    app.clock.set('2026-03-10T10:01:05Z');
+    expect((await decide(o, { agentId: a.id, action: action() })).decision).toBe('deny');
+    // A window and a half later the previous window weighs little: 1 + 1 × 0.5 <= 2.
+    app.clock.set('2026-03-10T10:02:30Z');
+    expect((await decide(o, { agentId: a.id, action: action() })).decision).toBe('allow');
+  });
+});
+
 describe('kill switch and agents', () => {
   it('paused, archived and paused by budget are denied before any policy', async ({ app, freshOrg: o }) => {
     await policy(o, 'access_control', { denyActions: ['nothing'] });

@@ -126,8 +126,8 @@ export function createEnforceService(deps: EnforceServiceDeps) {
       },
       liveGrant: (q) => findLiveGrant(db, orgId, { agentId: q.agentId, action: q.action, resource: q.resource, parametersDigest: q.parametersDigest }, clock.now()).then((g) => g !== null),
       windowHit: (key, windowSeconds, max) =>
-        windows.hit(`policy-window:${orgId}:${key}`, windowSeconds * 1000, clock.now().getTime()).then(
-          (w) => w.count <= max,
+        windows.slidingHit(`policy-window:${orgId}:${key}`, windowSeconds * 1000, clock.now().getTime()).then(
+          (estimate) => estimate <= max,
           // Fail open, as the rate limiter does: a shared-state outage must not deny every request.
           () => true,
         ),
