@@ -11,7 +11,7 @@ import { conflictResponse, dataSchema, errorResponses, notFoundResponse, one, pa
 import { auditContext, principalOf } from '../../http/context.js';
 import { idParams } from '../../http/validation.js';
 import { createPolicyInput, listPoliciesQuery, policySchema, policyWithSecretSchema, testPolicyInput, updatePolicyInput } from './schemas.js';
-import { enforceDecisionSchema, enforceRequestSchema } from './enforce-schemas.js';
+import { ENFORCE_BODY_LIMIT_BYTES, enforceDecisionSchema, enforceRequestSchema } from './enforce-schemas.js';
 import { createEnforceService } from './enforce.js';
 import * as svc from './service.js';
 
@@ -21,7 +21,7 @@ const write = { scope: 'policy:write' as const };
 // contract.md: enforce evaluates and changes no configuration, so any role with policy:read may
 // call it, agent-scoped keys included (for their own agent); its own rate-limit class.
 const enforceAuth = { scope: 'policy:read' as const, role: 'viewer' as const, agentKeys: true, rateLimit: 'enforce' as const };
-const enforceHeaders = { 'x-response-headers': ['Server-Timing'] };
+const enforceHeaders = { 'x-response-headers': ['Server-Timing'], 'x-body-limit': ENFORCE_BODY_LIMIT_BYTES };
 
 /** Registers the /policies routes. */
 export async function policyRoutes(app: FastifyInstance) {
@@ -42,6 +42,7 @@ export async function policyRoutes(app: FastifyInstance) {
 
   r.post('/policies/enforce', {
     config: { auth: enforceAuth },
+    bodyLimit: ENFORCE_BODY_LIMIT_BYTES,
     schema: {
       tags,
       operationId: 'policies.enforce',
@@ -66,6 +67,7 @@ export async function policyRoutes(app: FastifyInstance) {
   r.post('/policies/test', {
     // contract.md ("Principals, roles and scopes"): a dry run changes no configuration, so policy:read and any role, like enforce.
     config: { auth: { scope: 'policy:read', role: 'viewer' } },
+    bodyLimit: ENFORCE_BODY_LIMIT_BYTES,
     schema: {
       tags,
       operationId: 'policies.test',
