@@ -381,6 +381,9 @@ describe('timings, records, freshness', () => {
     const denied = await decide(o, { agentId: a.id, action: action('rm') });
     expect(recorded(app).find((r) => r.decisionId === denied.decisionId)).toMatchObject({ decision: 'deny', violations: [{ code: 'access.denied_action' }] });
     expect((await o.req({ method: 'GET', url: '/api/v1/audit-logs?limit=1' })).json().meta.total).toBe(auditBefore);
+    // The header is documented on both routes' 200.
+    const doc = (await app.app.inject({ method: 'GET', url: '/api-docs.json' })).json();
+    for (const path of ['/api/v1/policies/enforce', '/api/v1/policies/test']) expect(doc.paths[path].post.responses['200'].headers['Server-Timing']).toBeDefined();
   });
 
   it('a 1 MB input is decided in bounded time (the body limit admits it)', async ({ freshOrg: o }) => {
