@@ -20,6 +20,7 @@ import type { Pricing } from './domains/traces/pricing.js';
 import type { Subscriptions } from './domains/events/subscriptions.js';
 import { assemble, type Container, type Infrastructure } from './container.js';
 import { modules } from './modules.js';
+import type { DomainModule } from './core/module.js';
 
 /** A built container, or what one is assembled from (config, database, shared state). */
 export type AppDeps = (Container | Infrastructure) & {
@@ -81,6 +82,13 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
   const { subscriptions } = deps.services.events;
   app.decorate('deps', { ...deps, auth, usage, pricing, subscriptions, cache: deps.responseCache });
   app.addHook('onClose', async () => usage.stop());
+  // The modules' process-local tasks run once more at close (after the last request), so what they buffer is written.
+  app.addHook('onClose', async () => {
+    for (const m of modules as readonly DomainModule[]) {
+      const own = (deps.services as Record<string, unknown>)[m.name];
+      for (const t of m.localTasks?.(own) ?? []) await t.run(app.log);
+    }
+  });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);

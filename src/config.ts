@@ -81,7 +81,14 @@ const schema = z.object({
   PROCESSING_URL: optionalString,
   PROCESSING_PORT: int(3001, 0, 65535),
   PROCESSING_TOKEN: optionalString,
+  /** The SMTP relay of email notification channels: smtp://user:pass@host:587 or smtps://…:465 (unset: email channels fail their deliveries). */
   SMTP_URL: optionalString,
+  /** The From address of notification emails. */
+  SMTP_FROM: z.string().min(3).default('Agent Governance <notifications@localhost>'),
+  /** Where pagerduty channels send events (PagerDuty's Events API v2; tests point it at a local server). */
+  PAGERDUTY_EVENTS_URL: z.url().default('https://events.pagerduty.com/v2/enqueue'),
+  /** Deadline of one notification delivery (and of POST /notification-channels/{id}/test). */
+  NOTIFICATION_TIMEOUT_MS: int(10_000, 100, 60_000),
   /** A JSON price table replacing the shipped one (same shape as src/domains/traces/prices.json). */
   PRICE_TABLE_PATH: optionalString,
   /** GET /traces counts matches exactly up to this many (PostgreSQL's estimate); beyond, it answers the estimate. */
@@ -95,6 +102,8 @@ const schema = z.object({
   AUTH_CACHE_TTL_SECONDS: int(30, 0, 3600),
   /** How often buffered API key usage (lastUsedAt, usageCount) is written. */
   USAGE_FLUSH_INTERVAL_MS: int(5000, 100),
+  /** How often each API instance writes its buffered policy decisions and counters (docs/decisions.md, "Decision log and policy stats"). */
+  DECISIONS_FLUSH_INTERVAL_MS: int(1000, 50, 600_000),
   /** Ed25519 private key for audit checkpoints: PKCS#8 PEM, or a path to a file holding one (unset: generated into DATA_DIR). */
   AUDIT_SIGNING_KEY: optionalString,
   /** A checkpoint of an organization's chain head after this many new entries... */

@@ -15,6 +15,7 @@ import { organizationsModule } from './domains/organizations/index.js';
 import { usersModule } from './domains/users/index.js';
 import { policiesModule } from './domains/policies/index.js';
 import { accessGrantsModule } from './domains/access-grants/index.js';
+import { notificationChannelsModule } from './domains/notification-channels/index.js';
 import { policyDecisionsModule } from './domains/policy-decisions/index.js';
 import type { ModuleDeps } from './core/module.js';
 
@@ -32,6 +33,7 @@ export const modules = [
   usersModule,
   policiesModule,
   accessGrantsModule,
+  notificationChannelsModule,
   policyDecisionsModule,
 ] as const;
 

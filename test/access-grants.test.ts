@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { InjectOptions } from 'fastify';
 import { findLiveGrant, parametersDigest, requestGrant } from '../src/domains/access-grants/index.js';
+import { MAX_GRANTS_MATCHED } from '../src/domains/access-grants/service.js';
+import { accessGrants } from '../src/db/schema/index.js';
 import { beforeAll, describe, expect, it } from './fixture.js';
 import { createKey, createOrg, signJwt, type TestApp, type TestOrg } from './helpers.js';
 
@@ -296,6 +298,22 @@ describe('findLiveGrant', () => {
     const find = (digest?: string) => findLiveGrant(app.container.db, org.orgId, { agentId: agent, action: 'send_sms', parametersDigest: digest }, app.clock.now());
     expect((await find(parametersDigest({ to: '+1' })))?.id).toBe(g.id);
     expect((await find())?.id).toBe(g.id);
+  });
+
+  it('finds a glob grant behind more than MAX_GRANTS_MATCHED longer-lived literal grants of other actions', async ({ app, org }) => {
+    const agent = await newAgent(org);
+    await call(org, { method: 'POST', url: BASE, payload: { agentId: agent, action: 'mail.*', ttlSeconds: 600, reason: 'r' } });
+    const now = app.clock.now();
+    const later = new Date(now.getTime() + 3_600_000);
+    // Literal grants (as enforcement requests them) that sort before the glob grant by expiry.
+    const rows = Array.from({ length: MAX_GRANTS_MATCHED + 100 }, (_, i) => ({
+      organizationId: org.orgId, id: randomUUID(), agentId: agent, action: `tool_${i}`, status: 'approved', requestedBy: dev.id, requestedAt: now, decidedBy: adminKeyId, decidedAt: now, expiresAt: later,
+    }));
+    await app.container.db.insert(accessGrants).values(rows);
+    const find = (action: string) => findLiveGrant(app.container.db, org.orgId, { agentId: agent, action }, now);
+    expect(await find('mail.send')).toMatchObject({ action: 'mail.*' });
+    expect(await find(`tool_${MAX_GRANTS_MATCHED + 50}`)).toMatchObject({ action: `tool_${MAX_GRANTS_MATCHED + 50}` });
+    expect(await find('tool_x')).toBeNull();
   });
 
   it('a pending or denied grant is not live', async ({ app, org }) => {

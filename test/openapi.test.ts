@@ -69,15 +69,17 @@ describe('operations', () => {
     expect(byId('traces.ingest').description).toMatch(/Agent-scoped keys may call it.*Rate limit class: ingest/);
   });
 
-  it('400/413/415 exactly where there is a body, 422 everywhere (an unknown query parameter or an unexpected body), 404 where there is a path id or a lookup', () => {
-    for (const { path, op } of ops) {
+  it('400/413/415 exactly where the method may carry a body (declared or not), 422 everywhere (an unknown query parameter or an unexpected body), 404 where there is a path id or a lookup', () => {
+    for (const { path, method, op } of ops) {
       const codes = Object.keys(op.responses);
-      const body = !!op.requestBody;
+      const body = !!op.requestBody || ['post', 'put', 'patch', 'delete'].includes(method);
       for (const c of ['400', '413', '415']) expect(codes.includes(c), `${op.operationId} ${c}`).toBe(body);
       expect(codes, `${op.operationId} 422`).toContain('422');
       if (path.includes('{')) expect(codes, op.operationId).toContain('404');
     }
     expect(Object.keys(byId('agents.list').responses)).not.toContain('404');
+    expect(Object.keys(byId('apiKeys.rotate').responses)).toEqual(expect.arrayContaining(['400', '413', '415']));
+    expect(Object.keys(byId('agents.list').responses)).not.toContain('415');
   });
 
   it('409 only where a conflict or an invalid transition can happen', () => {

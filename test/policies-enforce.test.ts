@@ -31,8 +31,21 @@ async function decide(o: Org, payload: Record<string, unknown>) {
   expect(res.statusCode, res.body).toBe(200);
   return res.json().data as { decision: string; allowed: boolean; violations: { code: string; policyId: string | null; enforcementMode: string }[]; warnings: { code: string }[]; evaluatedPolicies: number; decisionId: string; evaluationMs: number; accessGrantId?: string };
 }
-const recorded = (app: TestApp) => (app.container.services.policyDecisions as unknown as { recorded: readonly Record<string, any>[] }).recorded;
+// What the route hands to the decision log, per app: `record` is wrapped (and still called).
+const records = new WeakMap<TestApp, Record<string, any>[]>();
+const recorded = (app: TestApp) => {
+  let list = records.get(app);
+  if (!list) {
+    records.set(app, (list = []));
+    const s = app.container.services.policyDecisions;
+    const record = s.record;
+    s.record = (input) => (list!.push(input), record(input));
+  }
+  return list;
+};
 const ingest = (o: Org, traces: Record<string, unknown>[]) => o.req({ method: 'POST', url: '/api/v1/traces/ingest', payload: { traces } });
+
+beforeAll(({ app }) => void recorded(app));
 
 describe('the nine policy types through the route', () => {
   it('access_control: denied action and resource, allow lists; deny wins', async ({ freshOrg: o }) => {
@@ -351,6 +364,7 @@ describe('custom validators', () => {
 
   it('a private target is refused when ALLOW_PRIVATE_TARGETS is false', async () => {
     await withTestApp({ ALLOW_PRIVATE_TARGETS: 'false' }, async (t, o) => {
+      recorded(t);
       const a = await newAgent(o);
       await policy(o, 'custom', validator('/allow', 'fail'));
       const n = seen.length;

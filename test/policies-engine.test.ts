@@ -306,7 +306,7 @@ describe('custom validator', () => {
         else if (path === '/deny') rs.end(JSON.stringify({ allowed: false, message: 'amount too high' }));
         else if (path === '/500') (rs.statusCode = 500), rs.end('{"allowed":true}');
         else if (path === '/garbage') rs.end('<html>not json</html>');
-        else if (path === '/slow') setTimeout(() => rs.end(JSON.stringify({ allowed: true })), 2000);
+        else if (path === '/slow') setTimeout(() => rs.end(JSON.stringify({ allowed: true })), 5000);
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -317,7 +317,9 @@ describe('custom validator', () => {
     server.close();
   });
 
-  const validator = (path: string, failurePolicy: 'fail' | 'ignore', timeoutMs = 200) => policy({ policyType: 'custom', ruleDefinition: { validatorUrl: base + path, timeoutMs, failurePolicy } });
+  // Answering validators get a generous timeout so a loaded machine cannot turn an answer into a
+  // timeout; only /slow, which answers after 5 s, is meant to hit its (short) timeout.
+  const validator = (path: string, failurePolicy: 'fail' | 'ignore', timeoutMs = path === '/slow' ? 300 : 3000) => policy({ policyType: 'custom', ruleDefinition: { validatorUrl: base + path, timeoutMs, failurePolicy } });
   const types = (d: Decision) => d.events.map((e) => e.type);
 
   it('allow and deny answers, with the policy id and the request in the body', async () => {

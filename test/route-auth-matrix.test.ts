@@ -28,6 +28,8 @@ function contractAccess(method: string, path: string): { scope: string | null; r
   else if (new RegExp(`^/agents/${id}/keys`).test(p)) scope = 'admin'; // agent-scoped keys are API keys
   else if (p === '/agents/budgets' || (!write && new RegExp(`^/agents/${id}/(budget|stats)$`).test(p))) scope = 'analytics:read';
   else if (p === '/traces/stats' || /^\/(incidents|alerts|anomal|forecast)/.test(p)) scope = 'analytics:read';
+  else if (p === '/policies/stats') scope = 'analytics:read'; // "analytics:read stats"
+
   else if (p.startsWith('/traces')) scope = write ? 'trace:write' : 'trace:read';
   else if (p === '/policies/enforce' || p === '/policies/test') return { scope: 'policy:read', role: 'viewer' };
   else if (p.startsWith('/policies') || p.startsWith('/access-grants')) scope = write ? 'policy:write' : 'policy:read';
@@ -36,8 +38,15 @@ function contractAccess(method: string, path: string): { scope: string | null; r
   return { scope, role: scope === 'admin' ? 'admin' : write ? 'developer' : 'viewer' };
 }
 
-/** Routes where agent-scoped keys are let in (docs/decisions.md: ingest, enforce, reading their own agent). */
-const AGENT_KEY_ROUTES = new Set(['POST /api/v1/traces/ingest', 'POST /api/v1/policies/enforce', 'GET /api/v1/agents/{id}']);
+/** Routes where agent-scoped keys are let in (docs/decisions.md: ingest, enforce, reading their own agent and its decisions). */
+const AGENT_KEY_ROUTES = new Set([
+  'POST /api/v1/traces/ingest',
+  'POST /api/v1/policies/enforce',
+  'GET /api/v1/agents/{id}',
+  // An agent reads its own decisions (docs/decisions.md, "Decision log and policy stats").
+  'GET /api/v1/policies/decisions',
+  'GET /api/v1/policies/decisions/{decisionId}',
+]);
 
 let agentUuid: string;
 let ops: { method: string; path: string }[];

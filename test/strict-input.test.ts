@@ -92,6 +92,13 @@ describe('media types and empty bodies', () => {
     expect(res.json().error.code).toBe('UNSUPPORTED_MEDIA_TYPE');
   });
 
+  it('an operation without a body still answers 415, 400 and 413 to a bad one, as its document says', async ({ org }) => {
+    const url = '/api/v1/api-keys/00000000-0000-4000-8000-000000000000/rotate';
+    expect((await org.req({ method: 'POST', url, headers: { 'content-type': 'text/plain' }, payload: 'x' })).statusCode).toBe(415);
+    expect((await org.req({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: '{bad' })).statusCode).toBe(400);
+    expect((await org.req({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ a: 'x'.repeat(2_000_000) }) })).statusCode).toBe(413);
+  });
+
   it('names a whole-body problem `body`', async ({ org }) => {
     const res = await org.req({ method: 'POST', url: '/api/v1/teams', headers: { 'content-type': 'application/json' }, payload: '[1]' });
     expect(res.statusCode).toBe(422);

@@ -54,6 +54,23 @@ export interface JobTypeDefinition {
   options?: { leaseMs?: number; baseDelayMs?: number; maxDelayMs?: number };
 }
 
+/** Where a process-local task reports (the app's pino logger fits). */
+export interface TaskLogger {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/**
+ * Work on THIS process's memory (a buffer of the API path): run every `everyMs` by each instance
+ * that serves the API (src/jobs/process.ts, the runner's `everyLocal`), and once more when the app
+ * closes (src/app.ts), so nothing buffered is lost on shutdown. `run` reports its own failures.
+ */
+export interface LocalTask {
+  name: string;
+  everyMs: number;
+  run(log: TaskLogger): Promise<void>;
+}
+
 /** A Fastify plugin, seen from core: registered by src/app.ts under /api/v1. */
 export type RoutesPlugin = (app: never, opts: never) => Promise<void>;
 
@@ -70,6 +87,8 @@ export interface DomainModule<Name extends string = string, D extends keyof Modu
   schedules?: (services: S) => readonly ScheduleDefinition[];
   /** The job types this module handles, built on its own services (registered only in roles that run jobs). */
   jobTypes?: (services: S) => readonly JobTypeDefinition[];
+  /** Process-local tasks over the module's in-memory state (see LocalTask), built on its own services. */
+  localTasks?: (services: S) => readonly LocalTask[];
   /** Names of the caches this module owns or invalidates (pub/sub channels, response-cache scopes). */
   caches: readonly string[];
 }

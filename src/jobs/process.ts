@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../app.js';
 import type { Container } from '../container.js';
 import type { Config } from '../config.js';
-import type { DomainModule } from '../core/module.js';
+import type { DomainModule, TaskLogger } from '../core/module.js';
 import { modules, type Services } from '../modules.js';
 import { JobRunner } from './runner.js';
 
@@ -35,6 +35,14 @@ export function registerModuleWork(runner: JobRunner, services: Services) {
   }
 }
 
+/** Registers every module's process-local tasks (src/core/module.ts, LocalTask) on this instance's runner. */
+export function registerModuleLocalTasks(runner: JobRunner, services: Services, log: TaskLogger) {
+  for (const m of modules as readonly DomainModule[]) {
+    const own = (services as Record<string, unknown>)[m.name];
+    for (const t of m.localTasks?.(own) ?? []) runner.everyLocal(t.name, t.everyMs, () => t.run(log));
+  }
+}
+
 /**
  * Builds the app and the job runner on `container` (its configuration's role, its clock) and starts
  * the runner; listening is the caller's. `jobs` registers a test's job types and schedules before the
@@ -57,6 +65,8 @@ export async function startProcess(container: Container, opts: { jobs?: (runner:
   // Usage is buffered in THIS process's memory, so each instance flushes its own: a process-local
   // task, not a once-across-instances schedule (docs/decisions.md, "Background jobs").
   if (runs.api) runner.everyLocal('api-key-usage-flush', config.USAGE_FLUSH_INTERVAL_MS, () => app.deps.usage.flush());
+  // The modules' buffers (the policy decision log) are process memory too: the same rule.
+  if (runs.api) registerModuleLocalTasks(runner, container.services, app.log);
   // The modules' schedules belong to the roles that claim jobs; an API-only instance only enqueues.
   if (runs.jobs) registerModuleWork(runner, container.services);
   opts.jobs?.(runner, app);

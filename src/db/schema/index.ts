@@ -10,3 +10,5 @@ export * from './traces.js';
 export * from './jobs.js';
 export * from './policies.js';
 export * from './access-grants.js';
+export * from './notification-channels.js';
+export * from './policy-decisions.js';

@@ -210,11 +210,15 @@ export interface GrantQuery {
   parametersDigest?: string | null;
 }
 
+/** Live candidate grants read per lookup (after the literal prefilter). */
+export const MAX_GRANTS_MATCHED = 500;
+
 /**
  * An approved, unexpired, unrevoked grant of the agent whose action glob matches `action`, whose
  * resource glob (when set) matches `resource`, and whose parametersDigest (when set) equals the
- * request's; null when there is none. One query on access_grants_live_idx; the globs are matched
- * here (they cannot be indexed), over the agent's few live grants.
+ * request's; null when there is none. One query on access_grants_live_idx that keeps only rows equal
+ * to the action as a literal or holding glob syntax; the globs are matched here (they cannot be
+ * indexed), over at most MAX_GRANTS_MATCHED rows.
  */
 export async function findLiveGrant(db: Executor, orgId: string, q: GrantQuery, now: Date): Promise<AccessGrant | null> {
   const t = accessGrants;
@@ -228,8 +232,14 @@ export async function findLiveGrant(db: Executor, orgId: string, q: GrantQuery, 
       eq(t.status, 'approved'),
       gt(t.expiresAt, now),
       digest === null ? isNull(t.parametersDigest) : or(isNull(t.parametersDigest), eq(t.parametersDigest, digest)),
+      // Grants that enforcement requested store the action as an escaped literal, so most rows can
+      // be matched by equality here; only rows holding glob syntax go on to the matcher below.
+      or(eq(t.action, literalGlob(q.action)), sql`(strpos(${t.action}, '*') > 0 or strpos(${t.action}, '?') > 0)`),
     ))
-    .orderBy(desc(t.expiresAt));
+    .orderBy(desc(t.expiresAt))
+    // Bounded: an agent with thousands of live glob grants pays for at most this many per lookup
+    // (the longest-lived first); docs/decisions.md, "Access grants".
+    .limit(MAX_GRANTS_MATCHED);
   const resource = q.resource ?? null;
   const hit = rows.find((r) =>
     globMatches(r.action, q.action) && (r.resource === null || (resource !== null && globMatches(r.resource, resource))),

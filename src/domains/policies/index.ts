@@ -7,11 +7,14 @@ import { getPolicy, loadActivePolicies, policyView } from './service.js';
 export { policySchema, type Policy } from './schemas.js';
 export type { PolicySnapshot } from './cache.js';
 // The enforce request and answer, for the decision log.
-export type { EnforceDecision, EnforceRequest, PolicyViolation } from './enforce-schemas.js';
+export type { EnforceDecision, EnforceRequest } from './enforce-schemas.js';
 // The glob matcher, which access grants use too (docs/decisions.md, "Access grants").
 export { compileGlob, globProblem, MAX_GLOB_LENGTH, type Glob } from './glob.js';
 // The digest a bound grant stores and the engine computes: one definition for both.
 export { parametersDigest } from './parameters-digest.js';
+// What the decision log stores and the stats read (docs/decisions.md, "Decision log and policy stats").
+export { policyViolationSchema, type PolicyViolation } from './enforce-schemas.js';
+export { policyNames } from './names.js';
 
 export const policiesModule = defineModule({
   name: 'policies',

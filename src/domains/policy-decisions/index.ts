@@ -1,50 +1,47 @@
 /**
- * STUB of the decision log module (the lead replaces it with the real one on merge): `record` keeps
- * the last inputs in memory for tests, `flush` does nothing. The real module stores denials, counts
- * every decision and writes the decision's events to the outbox in batches, off the hot path.
+ * The policy-decisions module: the buffered log of deny and require_approval decisions, the
+ * per-policy decision counters, and their read routes (docs/decisions.md, "Decision log and policy
+ * stats"). The enforce route calls `services.policyDecisions.record(...)`.
  */
 import { defineModule } from '../../core/module.js';
-import type { EventType } from '../events/outbox.js';
-import type { PolicyViolation } from '../policies/index.js';
+import { DecisionLog } from './log.js';
+import { policyDecisionRoutes } from './routes.js';
+import { deleteExpiredCounts } from './service.js';
 
-export interface DecisionRecordInput {
-  organizationId: string;
-  decisionId: string;
-  agentId: string;
-  environment: string;
-  action: { type: string; name: string; resource: string | null };
-  decision: 'allow' | 'deny' | 'require_approval';
-  violations: PolicyViolation[];
-  warnings: PolicyViolation[];
-  evaluatedPolicyIds: readonly string[];
-  evaluationMs: number;
-  accessGrantId: string | null;
-  sessionId: string | null;
-  traceId: string | null;
-  userId: string | null;
-  events: readonly { type: EventType; policyId: string | null; data: Record<string, unknown> }[];
-  at: Date;
-}
+export { DecisionLog, DEFAULT_MAX_BUFFERED, type DecisionLogCounts, type DecisionLogOptions, type DecisionRecordInput } from './log.js';
+export { policyDecisionSchema, policyStatsSchema, type PolicyDecision, type PolicyStats } from './schemas.js';
 
-/** Inputs the stub keeps (the newest last). */
-const KEEP = 1000;
+const HOUR_MS = 3_600_000;
 
 export const policyDecisionsModule = defineModule({
   name: 'policyDecisions',
-  needs: [],
-  services: () => {
-    const recorded: DecisionRecordInput[] = [];
+  routes: policyDecisionRoutes,
+  needs: ['config', 'db', 'clock'],
+  services: ({ config, db, clock }) => {
+    const log = new DecisionLog({ db });
     return {
-      /** Records one decision (sync, no I/O). */
-      record(input: DecisionRecordInput): void {
-        recorded.push(input);
-        if (recorded.length > KEEP) recorded.shift();
-      },
-      /** Writes what is buffered (the stub has nothing to write). */
-      flush: async (): Promise<void> => {},
-      /** Test hook of the stub: the inputs recorded so far. */
-      recorded: recorded as readonly DecisionRecordInput[],
+      /** Buffers one decision: synchronous, no I/O, never throws. */
+      record: (input: Parameters<DecisionLog['record']>[0]) => log.record(input),
+      /** Writes what is buffered (rows, counters, events) in one transaction; throws when it could not (the batch is kept). */
+      flush: () => log.flush(),
+      /** The buffer itself (figures, held sizes). */
+      log,
+      flushIntervalMs: config.DECISIONS_FLUSH_INTERVAL_MS,
+      /** Deletes counter buckets older than the longest stats window (see service.ts). */
+      deleteExpiredCounts: () => deleteExpiredCounts(db, clock.now()),
     };
   },
+  // The buffer is this process's memory: every API instance flushes its own, and once more at close.
+  localTasks: (s) => [{ name: 'policy-decisions-flush', everyMs: s.flushIntervalMs, run: (log) => s.log.flushAndReport(log) }],
+  // Hourly, in bounded batches, like trace retention. Decision rows are kept (docs/decisions.md, "Decision log and policy stats").
+  schedules: (s) => [
+    {
+      name: 'policy-decision-counts-retention',
+      everyMs: HOUR_MS,
+      run: async () => {
+        await s.deleteExpiredCounts();
+      },
+    },
+  ],
   caches: [],
 });

@@ -1,0 +1,213 @@
+/**
+ * One delivery of a message to one channel: email over SMTP (nodemailer), a Slack incoming-webhook
+ * payload, a PagerDuty Events API v2 event, a signed generic webhook. HTTP targets go through the
+ * outbound guard (src/lib/outbound.ts) only. A failure says whether retrying can help (per target,
+ * docs/decisions.md "Notification channels"); nothing here throws, and no message names a payload
+ * or a secret.
+ */
+import { createHash } from 'node:crypto';
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { Config } from '../../config.js';
+import { OutboundError, sendOutbound, type OutboundResponse } from '../../lib/outbound.js';
+import { signPayload } from '../../lib/webhook-signing.js';
+import type { EmailConfiguration, PagerDutyConfiguration, SlackConfiguration, WebhookConfiguration } from './configuration.js';
+import type { NotificationMessage } from './schemas.js';
+
+export type DeliveryOutcome =
+  | { ok: true; statusCode?: number }
+  | { ok: false; permanent: boolean; statusCode?: number; kind: string; message: string };
+
+/** A channel as the sender needs it (configuration in full, as stored). */
+export interface DeliveryTarget {
+  id: string;
+  organizationId: string;
+  channelType: string;
+  configuration: Record<string, unknown>;
+}
+
+/** Fixed for a logical message: the same across retries (the webhook's id and body, so its idempotency key). */
+export interface Envelope {
+  id: string;
+  createdAt: string;
+}
+
+export type SenderConfig = Pick<Config, 'SMTP_URL' | 'SMTP_FROM' | 'PAGERDUTY_EVENTS_URL' | 'NOTIFICATION_TIMEOUT_MS' | 'allowPrivateTargets'>;
+
+const USER_AGENT = 'AgentGovernance-Notifications/1.0';
+
+/** Sends notifications for one configuration (one SMTP transport per process, made on first use; it opens a connection per message and keeps none). */
+export class Sender {
+  private mailer: Transporter | undefined;
+
+  constructor(private readonly config: SenderConfig) {}
+
+  /** Delivers `message` to `target`; answers the outcome (never throws). */
+  async deliver(target: DeliveryTarget, message: NotificationMessage, envelope: Envelope): Promise<DeliveryOutcome> {
+    try {
+      switch (target.channelType) {
+        case 'email':
+          return await this.email(target.configuration as EmailConfiguration, message);
+        case 'slack':
+          return await this.http((target.configuration as SlackConfiguration).webhookUrl, slackBody(message), {}, 'strict');
+        case 'pagerduty':
+          return await this.http(this.config.PAGERDUTY_EVENTS_URL, pagerDutyBody((target.configuration as PagerDutyConfiguration).routing_key, message), {}, 'strict');
+        case 'webhook':
+          return await this.webhook(target, message, envelope);
+        default:
+          return { ok: false, permanent: true, kind: 'invalid_configuration', message: `unknown channel type ${target.channelType}` };
+      }
+    } catch (err) {
+      // A bug in a sender must not kill the job runner's pass: report it as a retryable failure.
+      return { ok: false, permanent: false, kind: 'internal', message: err instanceof Error ? err.name : 'unexpected error' };
+    }
+  }
+
+  private async http(url: string, body: string, headers: Record<string, string>, policy: RetryPolicy): Promise<DeliveryOutcome> {
+    let res: OutboundResponse;
+    try {
+      res = await sendOutbound({
+        url,
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...headers },
+        timeoutMs: this.config.NOTIFICATION_TIMEOUT_MS,
+        maxResponseBytes: 4096,
+        allowPrivate: this.config.allowPrivateTargets,
+      });
+    } catch (err) {
+      if (err instanceof OutboundError) {
+        // A URL the guard refuses stays refused; everything else on the way may pass next time.
+        const permanent = err.kind === 'invalid_url' || err.kind === 'private_target';
+        return { ok: false, permanent, kind: err.kind, message: err.message };
+      }
+      throw err;
+    }
+    if (res.status >= 200 && res.status < 300) return { ok: true, statusCode: res.status };
+    return { ok: false, permanent: isPermanent(res.status, policy), statusCode: res.status, kind: 'http_status', message: `the target answered ${res.status}` };
+  }
+
+  private webhook(target: DeliveryTarget, message: NotificationMessage, envelope: Envelope) {
+    const c = target.configuration as WebhookConfiguration;
+    const type = 'notification';
+    const body = JSON.stringify({
+      id: envelope.id,
+      type,
+      createdAt: envelope.createdAt,
+      organizationId: target.organizationId,
+      agentId: message.agentId ?? null,
+      data: {
+        channelId: target.id,
+        dedupKey: message.dedupKey,
+        action: message.action,
+        severity: message.severity,
+        title: message.title,
+        body: message.body,
+        link: message.link ?? null,
+        data: message.data ?? null,
+      },
+    });
+    // Idempotency key as for events (contract.md "Events"): fixed by organization, type and body.
+    const idempotencyKey = createHash('sha256').update(`${target.organizationId}\n${type}\n${body}`).digest('hex');
+    // Signed at the machine's time, not the injected clock: receivers compare it with their own clocks.
+    const signed = signPayload(c.secret, envelope.id, Math.floor(Date.now() / 1000), body);
+    return this.http(c.url, body, { ...signed, 'x-service-idempotency-key': idempotencyKey }, 'webhook');
+  }
+
+  private async email(c: EmailConfiguration, message: NotificationMessage): Promise<DeliveryOutcome> {
+    if (!this.config.SMTP_URL) {
+      return { ok: false, permanent: false, kind: 'not_configured', message: 'SMTP_URL is not set: email channels cannot deliver' };
+    }
+    const timeout = this.config.NOTIFICATION_TIMEOUT_MS;
+    // smtp:// upgrades with STARTTLS when the server offers it; smtps:// is TLS from the start.
+    this.mailer ??= nodemailer.createTransport(
+      { url: this.config.SMTP_URL, connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout },
+      { from: this.config.SMTP_FROM },
+    );
+    const send = this.mailer.sendMail({
+      to: c.recipients,
+      subject: emailSubject(message),
+      text: emailText(message),
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error('deadline'), { code: 'ETIMEDOUT' })), timeout);
+    });
+    try {
+      await Promise.race([send, deadline]);
+      return { ok: true };
+    } catch (err) {
+      send.catch(() => {}); // the race's loser must not become an unhandled rejection
+      const e = err as { code?: string; responseCode?: number };
+      // A 5xx SMTP reply (a refused recipient or sender) is final; 4xx replies and connection trouble are not.
+      const permanent = typeof e.responseCode === 'number' && e.responseCode >= 500;
+      const detail = [e.code, e.responseCode].filter((x) => x !== undefined).join(' ');
+      const kind = e.code === 'ETIMEDOUT' ? 'timeout' : 'smtp';
+      return { ok: false, permanent, kind, message: `SMTP delivery failed${detail ? ` (${detail})` : ''}` };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/**
+ * `strict` (Slack, PagerDuty): 408, 429 and 5xx may pass later; any other answer (3xx, 4xx: a bad
+ * URL, a revoked hook, a refused event) will not. `webhook`: as our webhooks, every non-2xx is
+ * retried except 410 Gone.
+ */
+type RetryPolicy = 'strict' | 'webhook';
+
+function isPermanent(status: number, policy: RetryPolicy): boolean {
+  if (policy === 'webhook') return status === 410;
+  return !(status === 408 || status === 429 || status >= 500);
+}
+
+const SEVERITY_EMOJI = { info: ':information_source:', warning: ':warning:', critical: ':rotating_light:' } as const;
+
+/** Escapes the three characters Slack's mrkdwn treats as control characters. */
+const slackEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+/** A Slack incoming-webhook payload: `text` (the notification's fallback) and blocks with title, severity and link. */
+export function slackBody(m: NotificationMessage): string {
+  const resolved = m.action === 'resolve';
+  const headline = `${resolved ? 'Resolved' : m.severity.toUpperCase()}: ${m.title}`;
+  const blocks: unknown[] = [
+    { type: 'header', text: { type: 'plain_text', text: clip(headline, 150), emoji: true } },
+  ];
+  if (m.body) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: clip(slackEscape(m.body), 3000) } });
+  const context = [`${resolved ? ':white_check_mark:' : SEVERITY_EMOJI[m.severity]} *Severity:* ${m.severity}`];
+  if (m.agentId) context.push(`*Agent:* ${m.agentId}`);
+  blocks.push({ type: 'context', elements: context.map((text) => ({ type: 'mrkdwn', text })) });
+  if (m.link) blocks.push({ type: 'actions', elements: [{ type: 'button', text: { type: 'plain_text', text: 'Open' }, url: m.link }] });
+  return JSON.stringify({ text: slackEscape(clip(headline, 3000)), blocks });
+}
+
+/** A PagerDuty Events API v2 event: trigger with summary, severity and source; resolve with the same dedup_key. */
+export function pagerDutyBody(routingKey: string, m: NotificationMessage): string {
+  if (m.action === 'resolve') return JSON.stringify({ routing_key: routingKey, event_action: 'resolve', dedup_key: m.dedupKey });
+  return JSON.stringify({
+    routing_key: routingKey,
+    event_action: 'trigger',
+    dedup_key: m.dedupKey,
+    payload: {
+      summary: clip(m.title, 1024),
+      severity: m.severity,
+      source: m.agentId ? `agent:${m.agentId}` : 'agent-governance',
+      custom_details: { body: m.body, ...(m.agentId ? { agentId: m.agentId } : {}), ...(m.data ? { data: m.data } : {}) },
+    },
+    ...(m.link ? { links: [{ href: m.link, text: 'Open' }] } : {}),
+    client: 'Agent Governance',
+  });
+}
+
+/** The subject of a notification email. */
+export const emailSubject = (m: NotificationMessage) => `[${m.action === 'resolve' ? 'RESOLVED' : m.severity.toUpperCase()}] ${m.title}`.replace(/[\r\n]+/g, ' ');
+
+/** The plain-text body of a notification email. */
+export function emailText(m: NotificationMessage): string {
+  const lines = [m.title, '', m.body, '', `Severity: ${m.severity}`];
+  if (m.action === 'resolve') lines.push('Status: resolved');
+  if (m.agentId) lines.push(`Agent: ${m.agentId}`);
+  if (m.link) lines.push(`Link: ${m.link}`);
+  return lines.join('\n');
+}
