@@ -84,7 +84,7 @@ describe('operations', () => {
 
   it('409 only where a conflict or an invalid transition can happen', () => {
     const with409 = ops.filter((o) => '409' in o.op.responses).map((o) => o.op.operationId).sort();
-    expect(with409).toEqual(['accessGrants.approve', 'accessGrants.deny', 'accessGrants.revoke', 'agents.pause', 'agents.register', 'agents.resume', 'teams.addMember', 'teams.create', 'teams.update', 'webhooks.redeliver']);
+    expect(with409).toEqual(['accessGrants.approve', 'accessGrants.deny', 'accessGrants.revoke', 'agents.pause', 'agents.register', 'agents.resume', 'policies.rotateValidatorSecret', 'teams.addMember', 'teams.create', 'teams.update', 'webhooks.redeliver']);
   });
 
   it('optional bodies are not required (pause, flag), the others are', () => {

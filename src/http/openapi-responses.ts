@@ -22,6 +22,7 @@ export const HEADERS = {
   Sunset: header('When the deprecated alias `/api/...` stops working (HTTP date); only on requests through the alias.'),
   Link: header('`<successor URL>; rel="successor-version"`, only on requests through the deprecated alias `/api/...`.'),
   'Content-Disposition': header('`attachment; filename="<name>-<date>.<format>"`.'),
+  'Server-Timing': header('Where the request spent its time, in ms (W3C Server Timing), e.g. `agent;dur=0.31, policy;dur=0.12, total;dur=0.45`.'),
 } as const;
 export type HeaderName = keyof typeof HEADERS;
 const headerRef = (name: HeaderName) => ({ $ref: `#/components/headers/${name}` });

@@ -46,6 +46,9 @@ function transformDocument({ openapiObject }: { openapiObject: Json }): Json {
       delete op['x-agov-route'];
       const example = op['x-example'] as RouteExample | undefined;
       delete op['x-example'];
+      // Extra headers a route documents on its success responses (`'x-response-headers': ['Server-Timing']`).
+      const ownHeaders = (op['x-response-headers'] as HeaderName[] | undefined) ?? [];
+      delete op['x-response-headers'];
       for (const t of (op.tags as string[] | undefined) ?? []) tags.add(t);
       if (facts.auth.public) op.security = [];
       op.description = [op.description, accessLine(facts)].filter(Boolean).join('\n\n');
@@ -65,7 +68,7 @@ function transformDocument({ openapiObject }: { openapiObject: Json }): Json {
           for (const m of Object.values(content)) if (!('example' in m)) m.example = example.response;
           exampled = true;
         }
-        const extra: HeaderName[] = content && 'text/csv' in content ? ['Content-Disposition'] : [];
+        const extra: HeaderName[] = [...(content && 'text/csv' in content ? (['Content-Disposition'] as HeaderName[]) : []), ...(Number(status) < 300 ? ownHeaders : [])];
         responses[status] = {
           description: res.description && res.description !== 'Default Response' ? res.description : successDescription(status, content),
           headers: headersOf(['X-Request-Id', ...(facts.auth.public || facts.auth.rateLimit === false ? [] : RATE_HEADERS), ...ALIAS_HEADERS, ...extra]),

@@ -18,6 +18,13 @@ export interface SharedState {
    * `now` (epoch ms, default the machine's time) places the window: callers pass their injected clock.
    */
   hit(key: string, windowMs: number, now?: number): Promise<WindowCount>;
+  /**
+   * Adds one to `key` in a sliding window of `windowMs` ending at `now`, answering the estimated
+   * count in it (this hit included): this fixed window's count plus the previous window's, weighted
+   * by how much of it the sliding window still covers (the two-window estimate of sliding-window
+   * rate limiters). Policy limits use it (docs/decisions.md, "Enforce route").
+   */
+  slidingHit(key: string, windowMs: number, now?: number): Promise<number>;
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): void;
   /**
@@ -54,6 +61,16 @@ export function memoryState(): SharedState {
       c.count += 1;
       return { count: c.count, resetAt: c.resetAt };
     },
+    async slidingHit(key, windowMs, now = Date.now()) {
+      const start = now - (now % windowMs);
+      const k = `sw:${key}:${start}`;
+      let c = counters.get(k);
+      // Kept one window longer than it counts: the next window reads it as its previous one.
+      if (!c) counters.set(k, (c = { count: 0, resetAt: start + 2 * windowMs }));
+      c.count += 1;
+      const previous = counters.get(`sw:${key}:${start - windowMs}`)?.count ?? 0;
+      return c.count + previous * (1 - (now - start) / windowMs);
+    },
     async publish(channel, message) {
       bus.emit(channel, message);
     },
@@ -79,6 +96,11 @@ export async function redisState(url: string, prefix = 'agov:'): Promise<SharedS
   cmd.defineCommand('agovHit', {
     numberOfKeys: 1,
     lua: "local c = redis.call('INCR', KEYS[1]) if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return c",
+  });
+  // A sliding-window hit: increment this window's key, read the previous window's, in one command.
+  cmd.defineCommand('agovSlidingHit', {
+    numberOfKeys: 2,
+    lua: "local c = redis.call('INCR', KEYS[1]) if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return {c, tonumber(redis.call('GET', KEYS[2]) or '0')}",
   });
   // Named so that an operator (or a test) can tell this instance's subscriber apart in CLIENT LIST.
   const sub = new Redis(url, { ...options, enableOfflineQueue: true, connectionName: `${prefix}sub` });
@@ -108,6 +130,13 @@ export async function redisState(url: string, prefix = 'agov:'): Promise<SharedS
       // The key expires shortly after its window ends.
       const count = Number(await (cmd as unknown as { agovHit(k: string, ttl: number): Promise<number> }).agovHit(k, windowMs + 10_000));
       return { count, resetAt: start + windowMs };
+    },
+    async slidingHit(key, windowMs, now = Date.now()) {
+      const start = now - (now % windowMs);
+      // One hash tag: both windows of a key live on one Redis Cluster slot. Kept two windows long.
+      const base = `${prefix}sw:{${key}}:`;
+      const [current, previous] = await (cmd as unknown as { agovSlidingHit(a: string, b: string, ttl: number): Promise<[number, number]> }).agovSlidingHit(`${base}${start}`, `${base}${start - windowMs}`, 2 * windowMs + 10_000);
+      return Number(current) + Number(previous) * (1 - (now - start) / windowMs);
     },
     async publish(channel, message) {
       await cmd.publish(prefix + channel, message);

@@ -35,6 +35,9 @@ export const policies = pgTable(
     notes: text('notes'),
     tags: text('tags').array().notNull().default([]),
     createdBy: text('created_by'),
+    // The HMAC key custom validator calls are signed with (`whsec_` + base64 of 32 random bytes): shown
+    // once, in the create/update answer that generated it and by rotate-validator-secret (docs/decisions.md, "Enforce route").
+    validatorSecret: text('validator_secret'),
     ...timestampColumns(),
   },
   (t) => [

@@ -8,6 +8,8 @@ import { agentView, budgetView, getAgent, monthOf, pauseInTx } from './service.j
 // What other domains call (ingest, in its transaction): the agents table stays this module's.
 export { agentUpdate, findAgents, healthObservations, settleBudgets, type AgentRow, type AgentSpend } from './accrual.js';
 export { monthOf } from './service.js';
+// The enforce route's fresh read of an agent (docs/decisions.md, "Enforce route").
+export { findAgentForEnforcement, type EnforcementAgent } from './enforcement.js';
 
 export const agentsModule = defineModule({
   name: 'agents',

@@ -10,6 +10,13 @@ import { environmentEnum, jsonObject, str } from '../../http/validation.js';
 /** Characters of a string `input` or `output` (about 1 MB of text). */
 export const MAX_PAYLOAD_CHARS = 1_048_576;
 
+/**
+ * Body limit of the enforce and test routes: the largest body the schema admits, `input` and
+ * `output` both at MAX_PAYLOAD_CHARS of characters JSON writes as 6-byte escapes, plus 64 KiB for
+ * the rest (the app-wide BODY_LIMIT_BYTES would refuse a valid 1 MB input with 413).
+ */
+export const ENFORCE_BODY_LIMIT_BYTES = 2 * MAX_PAYLOAD_CHARS * 6 + 64 * 1024;
+
 export const ACTION_TYPES = ['tool_call', 'llm_call', 'data_access', 'api_call', 'message', 'custom'] as const;
 export const DECISIONS = ['allow', 'deny', 'require_approval'] as const;
 

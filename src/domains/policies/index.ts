@@ -6,6 +6,8 @@ import { getPolicy, loadActivePolicies, policyView } from './service.js';
 
 export { policySchema, type Policy } from './schemas.js';
 export type { PolicySnapshot } from './cache.js';
+// The enforce request and answer, for the decision log.
+export type { EnforceDecision, EnforceRequest } from './enforce-schemas.js';
 // The glob matcher, which access grants use too (docs/decisions.md, "Access grants").
 export { compileGlob, globProblem, MAX_GLOB_LENGTH, type Glob } from './glob.js';
 // The digest a bound grant stores and the engine computes: one definition for both.

@@ -1,5 +1,6 @@
 /** Zod schemas of the Policy resource and its inputs (field names and bounds: the spec's Policy, Limits). */
 import { z } from 'zod';
+import { enforceRequestSchema } from './enforce-schemas.js';
 import { isoDateTimeOut } from '../../http/envelope.js';
 import { environmentEnum, jsonObject, pagination, str } from '../../http/validation.js';
 import { POLICY_TYPES } from './rules.js';
@@ -119,3 +120,11 @@ export type Policy = z.infer<typeof policySchema>;
 export type CreatePolicyInput = z.infer<typeof createPolicyInput>;
 export type UpdatePolicyInput = z.infer<typeof updatePolicyInput>;
 export type ListPoliciesQuery = z.infer<typeof listPoliciesQuery>;
+
+/** The Policy with the validator secret a create, update or rotation has just generated (shown once). */
+export const policyWithSecretSchema = policySchema
+  .extend({ validatorSecret: z.string().optional().describe('`whsec_` + base64 of 32 bytes: signs this policy\'s validator calls. Returned only by the call that generated it') })
+  .meta({ id: 'PolicyWithSecret' });
+
+/** POST /policies/test: an unsaved policy and the enforce request to run it against. */
+export const testPolicyInput = z.object({ policy: createPolicyInput, request: enforceRequestSchema });

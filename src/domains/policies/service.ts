@@ -3,12 +3,19 @@ import { and, asc, count, eq, ilike, or, sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor } from '../../db/client.js';
 import { policies } from '../../db/schema/index.js';
 import { changedFields } from '../../core/changes.js';
-import { notFound, validation } from '../../core/errors.js';
+import { DomainError, invalidTransition, notFound, validation } from '../../core/errors.js';
+import { newId } from '../../db/schema/columns.js';
+import type { PolicyDefinition } from './engine/index.js';
 import type { Environment } from '../../http/validation.js';
 import { findAgents } from '../agents/index.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import { parseRuleDefinition, type PolicyType } from './rules.js';
 import type { CreatePolicyInput, ListPoliciesQuery, Policy, UpdatePolicyInput } from './schemas.js';
+import { callsValidator, newValidatorSecret } from './validator-signing.js';
+
+/** A policy as a create, update or rotation answers it: `validatorSecret` only when that call generated one (docs/decisions.md, "Enforce route"). */
+export type PolicyWithSecret = Policy & { validatorSecret?: string };
+const withSecret = (v: Policy, secret: string | null): PolicyWithSecret => (secret ? { ...v, validatorSecret: secret } : v);
 
 type Row = typeof policies.$inferSelect;
 
@@ -127,6 +134,7 @@ export async function createPolicy(db: Db, ctx: AuditContext, input: CreatePolic
   const orgId = ctx.principal.organizationId;
   const view = await db.transaction(async (tx) => {
     const ruleDefinition = await checkPolicy(tx, orgId, input, true);
+    const validatorSecret = callsValidator(input.policyType, ruleDefinition) ? newValidatorSecret() : null;
     const [row] = await tx
       .insert(policies)
       .values({
@@ -140,11 +148,12 @@ export async function createPolicy(db: Db, ctx: AuditContext, input: CreatePolic
         notifyWebhookUrl: input.notifyWebhookUrl ?? null,
         notes: input.notes ?? null,
         createdBy: ctx.principal.userId,
+        validatorSecret,
       })
       .returning();
     const v = policyView(row);
     await writeAudit(tx, ctx, { action: 'policy.create', resourceType: 'policy', resourceId: row.id, after: v });
-    return v;
+    return withSecret(v, validatorSecret);
   });
   await onChanged(orgId);
   return view;
@@ -165,14 +174,43 @@ export async function updatePolicy(db: Db, ctx: AuditContext, id: string, input:
     // The stored rule is the parsed one (with its schema's defaults), whether sent or re-checked for a new type.
     const patch = { ...input, ...(input.ruleDefinition !== undefined || input.policyType !== undefined ? { ruleDefinition } : {}) };
     const set = changedFields(before, patch);
-    if (!set) return { view: policyView(before), changed: false };
-    const [row] = await tx.update(policies).set({ ...set, updatedAt: new Date() }).where(scoped(orgId, id)).returning();
+    // A custom policy that first gets a validatorUrl gets its secret, shown in this answer only.
+    const validatorSecret = !before.validatorSecret && callsValidator(merged.policyType, ruleDefinition) ? newValidatorSecret() : null;
+    if (!set && !validatorSecret) return { view: policyView(before), changed: false };
+    const [row] = await tx.update(policies).set({ ...set, ...(validatorSecret ? { validatorSecret } : {}), updatedAt: new Date() }).where(scoped(orgId, id)).returning();
     const view = policyView(row);
-    await writeAudit(tx, ctx, { action: 'policy.update', resourceType: 'policy', resourceId: id, before: policyView(before), after: view, metadata: { changes: Object.keys(set) } });
-    return { view, changed: true };
+    await writeAudit(tx, ctx, { action: 'policy.update', resourceType: 'policy', resourceId: id, before: policyView(before), after: view, metadata: { changes: [...Object.keys(set ?? {}), ...(validatorSecret ? ['validatorSecret'] : [])] } });
+    return { view: withSecret(view, validatorSecret), changed: true };
   });
   if (result.changed) await onChanged(orgId);
-  return result.view;
+  return result.view as PolicyWithSecret;
+}
+
+/**
+ * Replaces the validator secret of a custom policy with validatorUrl (409 INVALID_TRANSITION for
+ * any other policy) and answers the policy with the new secret. The old secret stops signing at
+ * once (no grace period: the validator's owner rotates and deploys together). Bumps updatedAt, so
+ * the enforce route's secret cache (keyed by policy version) reads the new one. Audited without the secret.
+ */
+export async function rotateValidatorSecret(db: Db, ctx: AuditContext, id: string, onChanged: (orgId: string) => Promise<void>): Promise<PolicyWithSecret> {
+  const orgId = ctx.principal.organizationId;
+  const out = await db.transaction(async (tx) => {
+    const before = await getPolicy(tx, orgId, id, true);
+    if (!callsValidator(before.policyType, before.ruleDefinition)) throw invalidTransition('Only a custom policy with a validatorUrl has a validator secret');
+    const validatorSecret = newValidatorSecret();
+    const [row] = await tx.update(policies).set({ validatorSecret, updatedAt: new Date() }).where(scoped(orgId, id)).returning();
+    const view = policyView(row);
+    await writeAudit(tx, ctx, { action: 'policy.rotate_validator_secret', resourceType: 'policy', resourceId: id });
+    return withSecret(view, validatorSecret);
+  });
+  await onChanged(orgId);
+  return out;
+}
+
+/** The validator secret of a policy (null when it has none or is gone): the enforce route signs with it. */
+export async function validatorSecretOf(db: Executor, orgId: string, id: string): Promise<string | null> {
+  const [row] = await db.select({ s: policies.validatorSecret }).from(policies).where(scoped(orgId, id)).limit(1);
+  return row?.s ?? null;
 }
 
 /** Deletes a policy for good (docs/decisions.md, "Policies": deactivate with PATCH isActive false to keep it). */
@@ -187,3 +225,34 @@ export async function deletePolicy(db: Db, ctx: AuditContext, id: string, onChan
 }
 
 const stripUndefined = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/**
+ * An unsaved policy for `POST /policies/test`: checked exactly like a create (422 naming
+ * `policy.<field>`), answered as an active definition with a throwaway id and version (docs/decisions.md, "Enforce route").
+ */
+export async function dryRunDefinition(db: Db, orgId: string, input: CreatePolicyInput, now: Date): Promise<PolicyDefinition> {
+  let ruleDefinition: Record<string, unknown>;
+  try {
+    ruleDefinition = await checkPolicy(db, orgId, input, true);
+  } catch (err) {
+    if (err instanceof DomainError && err.fields) throw validation(Object.fromEntries(Object.entries(err.fields).map(([k, v]) => [`policy.${k}`, v])));
+    throw err;
+  }
+  return {
+    id: newId(),
+    name: input.name,
+    policyType: input.policyType,
+    ruleDefinition,
+    enforcementMode: input.enforcementMode,
+    // A dry run evaluates the policy as it would run once active, whatever isActive says.
+    isActive: true,
+    appliesToAgents: input.appliesToAgents,
+    appliesToEnvironments: input.appliesToEnvironments,
+    agentId: input.agentId ?? null,
+    priority: input.priority,
+    maxRequests: input.maxRequests ?? null,
+    timeWindowSeconds: input.timeWindowSeconds ?? null,
+    severity: input.severity,
+    updatedAt: now.toISOString(),
+  };
+}

@@ -4,6 +4,9 @@ import { traceRoutes } from './routes.js';
 import { loadPriceTable, Pricing } from './pricing.js';
 import { deleteExpiredTraces, traceRetentionCutoff, type DeleteExpiredOptions } from './retention.js';
 
+// The quality aggregate quality_threshold policies read through the enforce route (docs/decisions.md, "Enforce route").
+export { qualityAggregate, type QualityMetric } from './quality.js';
+
 const HOUR_MS = 3_600_000;
 
 export const tracesModule = defineModule({

@@ -172,7 +172,7 @@ function customValidator(r: { validatorUrl: string; timeoutMs: number; failurePo
   return async (s, ctx, events) => {
     const body = JSON.stringify({ policyId: def.id, request: s.request });
     events.push({ type: 'custom_validator_invoked', policyId: def.id, data: { validatorUrl: r.validatorUrl } });
-    const out = await askValidator(ctx.callValidator.bind(ctx), r.validatorUrl, body, r.timeoutMs);
+    const out = await askValidator((url, text, ms) => ctx.callValidator(url, text, ms, def.id), r.validatorUrl, body, r.timeoutMs);
     if (out.ok) {
       if (out.allowed) return NONE;
       events.push({ type: 'custom_validator_denied', policyId: def.id, data: { validatorUrl: r.validatorUrl, message: out.message } });

@@ -20,7 +20,7 @@ interface State {
   warnings: PolicyViolation[];
   events: EngineEvent[];
   approvals: AccessGrantRequest[];
-  evaluated: number;
+  evaluated: string[];
 }
 
 const KILL_SWITCH = { policyId: null, policyName: 'Kill switch', policyType: 'kill_switch', enforcementMode: 'block' as const };
@@ -32,7 +32,7 @@ function killSwitch(ctx: EngineContext): Decision | null {
   const message =
     code === 'agent.archived' ? 'The agent is archived' : code === 'budget.exceeded' ? `The agent was paused by its budget: ${agent.pauseReason ?? 'monthly budget reached'}` : `The agent is paused${agent.pauseReason ? `: ${agent.pauseReason}` : ''}`;
   const v: PolicyViolation = { ...KILL_SWITCH, code, message };
-  return { decision: 'deny', allowed: false, violations: [v], warnings: [], evaluatedPolicies: 0, events: [{ type: 'policy_violated', policyId: null, data: { code } }] };
+  return { decision: 'deny', allowed: false, violations: [v], warnings: [], evaluatedPolicies: 0, evaluatedPolicyIds: [], events: [{ type: 'policy_violated', policyId: null, data: { code } }] };
 }
 
 /** Whether the policy applies to this agent and environment (contract.md: active, in scope). */
@@ -79,7 +79,8 @@ function finish(st: State): Decision {
     allowed: decision === 'allow',
     violations: st.violations,
     warnings: st.warnings,
-    evaluatedPolicies: st.evaluated,
+    evaluatedPolicies: st.evaluated.length,
+    evaluatedPolicyIds: st.evaluated,
     ...(decision === 'require_approval' ? { accessGrantRequest: st.approvals[0] } : {}),
     events: st.events,
   };
@@ -94,13 +95,13 @@ export function decide(policies: readonly CompiledPolicy[], request: EnforceRequ
   if (killed) return killed;
   const environment = request.environment ?? ctx.agent.environment;
   const scope = new RequestScope(request, ctx.agent);
-  const st: State = { violations: [], warnings: [], events: [], approvals: [], evaluated: 0 };
+  const st: State = { violations: [], warnings: [], events: [], approvals: [], evaluated: [] };
 
   const run = (from: number): MaybePromise<Decision> => {
     for (let i = from; i < policies.length; i++) {
       const p = policies[i];
       if (!inScope(p, ctx.agent.id, environment)) continue;
-      st.evaluated++;
+      st.evaluated.push(p.def.id);
       const out = then(p.evaluate(scope, ctx, st.events), (matches) => (matches.length === 0 ? matches : limit(p, matches, ctx, st)));
       if (out instanceof Promise) return out.then((m) => (record(p, m, st), run(i + 1)));
       record(p, out, st);

@@ -62,8 +62,11 @@ export interface EngineContext {
   liveGrant(query: GrantQuery): MaybePromise<boolean>;
   /** Counts one hit under `key` in a sliding window (shared state); true while the count is within `max`. */
   windowHit(key: string, windowSeconds: number, max: number): MaybePromise<boolean>;
-  /** POSTs `body` (JSON text) to `url`, giving up after `timeoutMs` (engine/validator.ts has the HTTP one). */
-  callValidator(url: string, body: string, timeoutMs: number): Promise<ValidatorAnswer>;
+  /**
+   * POSTs `body` (JSON text) to `url`, giving up after `timeoutMs` (engine/validator.ts has the HTTP
+   * one); `policyId` names the custom policy, whose validator secret signs the call.
+   */
+  callValidator(url: string, body: string, timeoutMs: number, policyId?: string): Promise<ValidatorAnswer>;
 }
 
 export type EngineEventType =
@@ -97,6 +100,8 @@ export interface Decision {
   violations: PolicyViolation[];
   warnings: PolicyViolation[];
   evaluatedPolicies: number;
+  /** Ids of the policies evaluated (in scope), in evaluation order: the decision log counts per policy. */
+  evaluatedPolicyIds: string[];
   accessGrantRequest?: AccessGrantRequest;
   events: EngineEvent[];
 }

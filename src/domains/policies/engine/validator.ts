@@ -56,7 +56,9 @@ export async function askValidator(
     return { ok: true, allowed: a.allowed, message };
   } catch (err) {
     const name = (err as Error)?.name;
-    return { ok: false, reason: name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : 'unreachable' };
+    // The outbound guard names a refused private address (docs/decisions.md, "Outbound calls").
+    const refused = (err as { kind?: unknown })?.kind === 'private_target';
+    return { ok: false, reason: name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : refused ? 'private target refused' : 'unreachable' };
   } finally {
     clearTimeout(timer);
   }

@@ -1,0 +1,1 @@
+ALTER TABLE "policies" ADD COLUMN "validator_secret" text;

@@ -1,0 +1,225 @@
+/**
+ * The enforce route's service (docs/decisions.md, "Enforce route"). Stages of one decision:
+ *  1. the agent, read fresh (status, month-to-date spend), and the organization's active policies
+ *     (cached snapshot), in parallel;
+ *  2. the compiled policies, memoized per organization by the snapshot's version;
+ *  3. `decide` with the context: the injected clock, windows on the shared state, live grants,
+ *     cached quality aggregates, signed validator calls through the outbound guard;
+ *  4. for require_approval, the pending access grant (one per agent, action, resource, digest);
+ *  5. the decision handed to the decision log (sync, no I/O) and answered with its timings.
+ * Nothing here awaits what is synchronous: a decision over policies without I/O is a plain value.
+ */
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { LRUCache } from 'lru-cache';
+import type { Config } from '../../config.js';
+import type { Clock } from '../../core/clock.js';
+import { notFound } from '../../core/errors.js';
+import type { Db } from '../../db/client.js';
+import { LookupCache } from '../../lib/lookup-cache.js';
+import { OutboundError, sendOutbound } from '../../lib/outbound.js';
+import { memoryState, type SharedState } from '../../lib/shared-state.js';
+import { findAgentForEnforcement, type EnforcementAgent } from '../agents/index.js';
+import { findLiveGrant, requestGrant } from '../access-grants/index.js';
+import { EVENT_TYPES, type EventType } from '../events/outbox.js';
+import type { DecisionRecordInput } from '../policy-decisions/index.js';
+import { qualityAggregate, type QualityMetric } from '../traces/index.js';
+import type { PolicySnapshot } from './cache.js';
+import type { EnforceDecision, EnforceRequest } from './enforce-schemas.js';
+import { compileAll, compilePolicy, decide, type CompiledPolicy, type Decision, type EngineContext, type ValidatorAnswer } from './engine/index.js';
+import { MAX_VALIDATOR_ANSWER } from './engine/validator.js';
+import { validatorSecretOf } from './service.js';
+import { signValidatorCall } from './validator-signing.js';
+
+/** How long a quality aggregate is served before it is computed again. */
+export const QUALITY_TTL_MS = 30_000;
+/** Aggregates kept (organization × agent × metric × window). */
+const QUALITY_MAX = 50_000;
+/** Organizations whose compiled policies are kept (as many as the policy cache keeps). */
+const COMPILED_MAX = 10_000;
+
+/** Who asks: the organization and, for an agent-scoped key, its one agent. */
+export interface Enforcer {
+  organizationId: string;
+  /** The principal's id (user or key): the requester of a pending grant. */
+  userId: string;
+  /** Set for an agent-scoped key: it may enforce only for this agent. */
+  agentId?: string;
+}
+
+export interface EnforceOutcome {
+  decision: EnforceDecision;
+  /** The `Server-Timing` header value: agent load, policy evaluation, grant, total (ms). */
+  serverTiming: string;
+}
+
+export interface EnforceServiceDeps {
+  db: Db;
+  state: SharedState;
+  clock: Clock;
+  config: Pick<Config, 'allowPrivateTargets'>;
+  snapshot(orgId: string): Promise<PolicySnapshot>;
+  record(input: DecisionRecordInput): void;
+}
+
+const OUTBOX_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
+const ms = (x: number) => Math.round(x * 1000) / 1000;
+
+/** Builds the enforce and dry-run functions over their dependencies (one per app). */
+export function createEnforceService(deps: EnforceServiceDeps) {
+  const { db, state, clock } = deps;
+
+  // Compiled policies per organization, rebuilt only when the snapshot's version moves.
+  const compiled = new LRUCache<string, { version: number; policies: CompiledPolicy[]; versions: Map<string, string> }>({ max: COMPILED_MAX });
+  const compiledFor = (orgId: string, snap: PolicySnapshot) => {
+    let c = compiled.get(orgId);
+    if (!c || c.version !== snap.version) {
+      const policies = compileAll(snap.policies);
+      c = { version: snap.version, policies, versions: new Map(snap.policies.map((p) => [p.id, p.updatedAt])) };
+      compiled.set(orgId, c);
+    }
+    return c;
+  };
+
+  // Quality aggregates: one query per (organization, agent, metric, window) per QUALITY_TTL_MS,
+  // one load for concurrent misses; a hit answers synchronously (no await on the hot path).
+  const quality = new LookupCache<{ v: number | null }>(
+    async (key) => {
+      const [orgId, agentId, metric, minutes] = key.split('|');
+      return { v: await qualityAggregate(db, orgId, agentId, metric as QualityMetric, Number(minutes), clock.now()) };
+    },
+    { max: QUALITY_MAX, maxMissing: 1, ttlMs: QUALITY_TTL_MS, missingTtlMs: 0 },
+  );
+
+  // Validator secrets by policy version (`id@updatedAt`): rotation bumps updatedAt, so a rotated
+  // secret is read at once; a policy without a secret signs with none (never happens after create).
+  const secrets = new LookupCache<{ s: string | null }>(
+    async (key) => {
+      const [orgId, policyId] = key.split('|');
+      return { s: await validatorSecretOf(db, orgId, policyId) };
+    },
+    { max: 10_000, maxMissing: 1, ttlMs: 5 * 60_000, missingTtlMs: 0 },
+  );
+
+  /** A signed POST through the outbound guard; a failure is thrown for askValidator to name. */
+  async function post(url: string, body: string, timeoutMs: number, secret: string | null): Promise<ValidatorAnswer> {
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...(secret ? signValidatorCall(secret, body, clock.now()) : {}) };
+    try {
+      const res = await sendOutbound({ url, method: 'POST', headers, body, timeoutMs, maxResponseBytes: MAX_VALIDATOR_ANSWER, allowPrivate: deps.config.allowPrivateTargets });
+      return { status: res.status, text: res.truncated ? '' : res.body };
+    } catch (err) {
+      if (err instanceof OutboundError && err.kind === 'timeout') throw Object.assign(new Error('validator timed out'), { name: 'TimeoutError' });
+      throw err;
+    }
+  }
+
+  /** The context of one decision (docs/decisions.md, "Enforce route": where each piece comes from). */
+  function context(orgId: string, agent: EnforcementAgent, versions: Map<string, string>, dryRun: { secret: string; state: SharedState } | null): EngineContext {
+    const windows = dryRun?.state ?? state;
+    return {
+      agent,
+      now: () => clock.now(),
+      qualityAggregate(agentId, metric, windowMinutes) {
+        const key = `${orgId}|${agentId}|${metric}|${windowMinutes}`;
+        const hit = quality.peek(key);
+        return hit ? hit.v : quality.get(key).then((x) => x!.v);
+      },
+      liveGrant: (q) => findLiveGrant(db, orgId, { agentId: q.agentId, action: q.action, resource: q.resource, parametersDigest: q.parametersDigest }, clock.now()).then((g) => g !== null),
+      windowHit: (key, windowSeconds, max) =>
+        windows.slidingHit(`policy-window:${orgId}:${key}`, windowSeconds * 1000, clock.now().getTime()).then(
+          (estimate) => estimate <= max,
+          // Fail open, as the rate limiter does: a shared-state outage must not deny every request.
+          () => true,
+        ),
+      async callValidator(url, body, timeoutMs, policyId) {
+        if (dryRun) return post(url, body, timeoutMs, dryRun.secret);
+        const version = policyId ? versions.get(policyId) : undefined;
+        const secret = policyId && version ? (await secrets.get(`${orgId}|${policyId}|${version}`))!.s : null;
+        return post(url, body, timeoutMs, secret);
+      },
+    };
+  }
+
+  /** The agent the request names, visible to the caller; 404 otherwise (another agent's key learns nothing). */
+  async function agentFor(who: Enforcer, agentId: string): Promise<EnforcementAgent> {
+    const agent = await findAgentForEnforcement(db, who.organizationId, agentId, clock.now());
+    if (!agent || (who.agentId !== undefined && agent.id !== who.agentId)) throw notFound('Agent');
+    return agent;
+  }
+
+  const answer = (d: Decision, decisionId: string, evaluationMs: number, accessGrantId: string | null): EnforceDecision => ({
+    decision: d.decision,
+    allowed: d.allowed,
+    violations: d.violations,
+    warnings: d.warnings,
+    evaluatedPolicies: d.evaluatedPolicies,
+    decisionId,
+    evaluationMs,
+    ...(accessGrantId ? { accessGrantId } : {}),
+  });
+
+  /**
+   * POST /policies/enforce: decides, creates the pending grant of a require_approval, records the
+   * decision. `t0` is when the body was parsed (performance.now()).
+   */
+  async function enforce(who: Enforcer, req: EnforceRequest, t0: number): Promise<EnforceOutcome> {
+    const orgId = who.organizationId;
+    const [agent, snap] = await Promise.all([agentFor(who, req.agentId), deps.snapshot(orgId)]);
+    const t1 = performance.now();
+    const c = compiledFor(orgId, snap);
+    const out = decide(c.policies, req, context(orgId, agent, c.versions, null));
+    const d = out instanceof Promise ? await out : out;
+    const t2 = performance.now();
+    let accessGrantId: string | null = null;
+    if (d.accessGrantRequest) {
+      const g = d.accessGrantRequest;
+      const grant = await requestGrant(db, orgId, { ...g, requestedBy: who.userId, reason: `Required by policy ${g.policyId} for action ${g.action}` }, clock.now());
+      accessGrantId = grant.id;
+    }
+    const t3 = performance.now();
+    const evaluationMs = ms(t3 - t0);
+    const decisionId = randomUUID();
+    const environment = req.environment ?? agent.environment;
+    deps.record({
+      organizationId: orgId,
+      decisionId,
+      agentId: agent.id,
+      environment,
+      action: { type: req.action.type, name: req.action.name, resource: req.action.resource ?? null },
+      decision: d.decision,
+      violations: d.violations,
+      warnings: d.warnings,
+      evaluatedPolicyIds: d.evaluatedPolicyIds,
+      evaluationMs,
+      accessGrantId,
+      sessionId: req.sessionId ?? null,
+      traceId: req.traceId ?? null,
+      userId: req.userId ?? null,
+      // policy_error is the engine's own signal, not an event type of the outbox (contract.md "Events").
+      events: d.events.filter((e): e is typeof e & { type: EventType } => OUTBOX_TYPES.has(e.type)),
+      at: clock.now(),
+    });
+    const timing = `agent;dur=${ms(t1 - t0)}, policy;dur=${ms(t2 - t1)}${accessGrantId ? `, grant;dur=${ms(t3 - t2)}` : ''}, total;dur=${evaluationMs}`;
+    return { decision: answer(d, decisionId, evaluationMs, accessGrantId), serverTiming: timing };
+  }
+
+  /**
+   * POST /policies/test: `policy` (already checked like a create) against the request with the real
+   * context, except that windows count on a throwaway in-memory state (no quota consumed), no grant
+   * is created and nothing is recorded; a validator is called for real, signed with a one-off secret.
+   */
+  async function dryRun(who: Enforcer, policy: CompiledPolicy['def'], req: EnforceRequest, t0: number): Promise<EnforceOutcome> {
+    const agent = await agentFor(who, req.agentId);
+    const t1 = performance.now();
+    const compiledOne = compilePolicy(policy);
+    const out = decide([compiledOne], req, context(who.organizationId, agent, new Map(), { secret: `whsec_${Buffer.from(randomUUID()).toString('base64')}`, state: memoryState() }));
+    const d = out instanceof Promise ? await out : out;
+    const t2 = performance.now();
+    const evaluationMs = ms(t2 - t0);
+    return { decision: answer(d, randomUUID(), evaluationMs, null), serverTiming: `agent;dur=${ms(t1 - t0)}, policy;dur=${ms(t2 - t1)}, total;dur=${evaluationMs}` };
+  }
+
+  return { enforce, dryRun };
+}
+
+export type EnforceService = ReturnType<typeof createEnforceService>;
