@@ -8,12 +8,26 @@
  *   `<id>.<timestamp>.<body>`, verifiable with the `standardwebhooks` or `svix` libraries.
  * - During a secret rotation's grace period both headers carry one signature per secret, space-separated.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export type SignatureVersion = 'v1' | 'v2';
 
 /** The prefix of every signing secret. */
 export const SECRET_PREFIX = 'whsec_';
+
+/** A new signing secret: `whsec_` + base64 of 32 random bytes (contract.md "Events"). */
+export function newSigningSecret(): string {
+  return SECRET_PREFIX + randomBytes(32).toString('base64');
+}
+
+/** True when `secret` is `whsec_` + canonical base64 of 24 to 64 bytes (a secret a user may bring). */
+export function isSigningSecret(secret: string): boolean {
+  if (!secret.startsWith(SECRET_PREFIX)) return false;
+  const b64 = secret.slice(SECRET_PREFIX.length);
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.length % 4 !== 0) return false;
+  const n = Buffer.from(b64, 'base64').length;
+  return n >= 24 && n <= 64;
+}
 
 /** The HMAC key of a secret: the bytes its base64 part decodes to (a secret without the prefix is used as base64 too). */
 export function secretKey(secret: string): Buffer {
@@ -27,7 +41,8 @@ export interface SignInput {
   body: string;
   /** The event id (`webhook-id`). */
   eventId: string;
-  idempotencyKey: string;
+  /** `X-Service-Idempotency-Key`; absent for calls that are not events (custom validators). */
+  idempotencyKey?: string;
   /** Current secret first, then the previous one while its grace period lasts. */
   secrets: readonly string[];
   version: SignatureVersion;
@@ -35,7 +50,7 @@ export interface SignInput {
   timestamp: number;
 }
 
-/** The signature and identification headers of one delivery. */
+/** The signature and identification headers of one signed call: webhook deliveries, channel webhooks, custom validators. */
 export function signatureHeaders(input: SignInput): Record<string, string> {
   const keys = input.secrets.map(secretKey);
   const ts = String(input.timestamp);
@@ -44,12 +59,12 @@ export function signatureHeaders(input: SignInput): Record<string, string> {
   const headers: Record<string, string> = {
     'X-Service-Signature': keys.map((k) => `sha256=${hmac(k, serviceSigned).digest('hex')}`).join(' '),
     'X-Service-Signature-Version': input.version,
-    'X-Service-Idempotency-Key': input.idempotencyKey,
     'webhook-id': input.eventId,
     'webhook-timestamp': ts,
     'webhook-signature': keys.map((k) => `v1,${hmac(k, standardSigned).digest('base64')}`).join(' '),
   };
   if (input.version === 'v2') headers['X-Service-Timestamp'] = ts;
+  if (input.idempotencyKey !== undefined) headers['X-Service-Idempotency-Key'] = input.idempotencyKey;
   return headers;
 }
 

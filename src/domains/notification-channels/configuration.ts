@@ -6,7 +6,7 @@
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { isPublicAddress, targetUrlProblem } from '../../lib/outbound.js';
-import { isSigningSecret, newSigningSecret } from '../../lib/webhook-signing.js';
+import { isSigningSecret, newSigningSecret } from '../../lib/webhook-signature.js';
 
 export const CHANNEL_TYPES = ['email', 'slack', 'pagerduty', 'webhook'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Config } from '../../config.js';
 import { OutboundError, sendOutbound, type OutboundResponse } from '../../lib/outbound.js';
-import { signPayload } from '../../lib/webhook-signing.js';
+import { signatureHeaders } from '../../lib/webhook-signature.js';
 import type { EmailConfiguration, PagerDutyConfiguration, SlackConfiguration, WebhookConfiguration } from './configuration.js';
 import type { NotificationMessage } from './schemas.js';
 
@@ -109,8 +109,8 @@ export class Sender {
     // Idempotency key as for events (contract.md "Events"): fixed by organization, type and body.
     const idempotencyKey = createHash('sha256').update(`${target.organizationId}\n${type}\n${body}`).digest('hex');
     // Signed at the machine's time, not the injected clock: receivers compare it with their own clocks.
-    const signed = signPayload(c.secret, envelope.id, Math.floor(Date.now() / 1000), body);
-    return this.http(c.url, body, { ...signed, 'x-service-idempotency-key': idempotencyKey }, 'webhook');
+    const signed = signatureHeaders({ body, eventId: envelope.id, idempotencyKey, secrets: [c.secret], version: 'v2', timestamp: Math.floor(Date.now() / 1000) });
+    return this.http(c.url, body, signed, 'webhook');
   }
 
   private async email(c: EmailConfiguration, message: NotificationMessage): Promise<DeliveryOutcome> {

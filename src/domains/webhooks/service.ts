@@ -1,5 +1,5 @@
 /** Webhooks: CRUD, secret rotation, the test send, the delivery log and redelivery (docs/decisions.md, "Webhooks"). */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { and, count, desc, eq, sql } from 'drizzle-orm';
 import type { Db, Executor } from '../../db/client.js';
 import { webhookDeliveries, webhookMessages, webhooks } from '../../db/schema/index.js';
@@ -7,7 +7,7 @@ import { changedFields } from '../../core/changes.js';
 import { conflict, notFound, validation } from '../../core/errors.js';
 import { enqueue } from '../../jobs/enqueue.js';
 import { targetUrlProblem } from '../../lib/outbound.js';
-import { SECRET_PREFIX } from '../../lib/webhook-signature.js';
+import { newSigningSecret } from '../../lib/webhook-signature.js';
 import { findAgents } from '../agents/index.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
 import { newId } from '../../db/schema/columns.js';
@@ -47,7 +47,7 @@ export const webhookView = (r: WebhookRow): Webhook => ({
 });
 
 /** A new signing secret: `whsec_` + base64 of 32 random bytes (contract.md, "Events"). */
-export const newSecret = () => SECRET_PREFIX + randomBytes(32).toString('base64');
+export const newSecret = newSigningSecret;
 
 const scoped = (orgId: string, id: string) => and(eq(webhooks.organizationId, orgId), eq(webhooks.id, id));
 
