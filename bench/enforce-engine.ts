@@ -14,7 +14,7 @@ import { enforceRequestSchema, type EnforceRequest } from '../src/domains/polici
 import { compileAll, createHttpValidator, decide, type EngineContext, type PolicyDefinition } from '../src/domains/policies/engine/index.js';
 import type { PolicyType } from '../src/domains/policies/rules.js';
 import { resetScanCache, scanCacheStats } from '../src/domains/policies/detectors/scan-cache.js';
-import { conversation } from './conversation.js';
+import { enforceBody, POLICIES } from './enforce-policies.js';
 
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 20_000);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 10_000);
@@ -22,19 +22,7 @@ const AGENT = '11111111-1111-4111-8111-111111111111';
 
 
 
-const body = {
-  agentId: AGENT,
-  environment: 'production',
-  action: { type: 'llm_call', name: 'chat.completions', resource: 'openai://gpt-4o', parameters: { temperature: 0.2, maxTokens: 800 } },
-  input: { messages: conversation(1500), customer: { id: 'cus_83jd92', plan: 'pro' } },
-  output: 'Here is the summary you asked for: revenue grew 4% and two supplier risks need review.',
-  modelName: 'gpt-4o',
-  estimatedCostUsd: 0.012,
-  tokens: 900,
-  sessionId: 'sess-1',
-  traceId: 'trace-1',
-  metadata: { channel: 'web' },
-};
+const body = enforceBody(AGENT);
 const request: EnforceRequest = enforceRequestSchema.parse(body);
 
 /**
@@ -49,37 +37,24 @@ const variants: EnforceRequest[] = Array.from({ length: ITERATIONS + WARMUP }, (
 }));
 const miss = (i: number) => variants[i % variants.length];
 
-let n = 0;
-const def = (policyType: PolicyType, ruleDefinition: unknown, extra: Partial<PolicyDefinition> = {}): PolicyDefinition => ({
-  id: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
-  name: `${policyType} ${n}`,
-  policyType,
-  ruleDefinition,
-  enforcementMode: 'monitor',
+/** The API inputs of bench/enforce-policies.ts (the set bench:enforce creates) as the engine's definitions, by type. */
+const definitions: PolicyDefinition[] = POLICIES.map((p, i) => ({
+  id: `00000000-0000-4000-8000-${String(i + 1).padStart(12, '0')}`,
+  name: p.name,
+  policyType: p.policyType as PolicyType,
+  ruleDefinition: p.ruleDefinition,
+  enforcementMode: p.enforcementMode,
   isActive: true,
   appliesToAgents: [],
   appliesToEnvironments: [],
   agentId: null,
-  priority: n,
-  maxRequests: null,
-  timeWindowSeconds: null,
+  priority: p.priority,
+  maxRequests: p.maxRequests ?? null,
+  timeWindowSeconds: p.timeWindowSeconds ?? null,
   severity: 'warning',
   updatedAt: '2026-11-23T00:00:00.000Z',
-  ...extra,
-});
-
-const rep = <T>(k: number, f: (i: number) => T): T[] => Array.from({ length: k }, (_, i) => f(i));
-const MIX: Array<[PolicyType, PolicyDefinition[]]> = [
-  ['access_control', rep(12, (i) => def('access_control', { allowActions: ['chat.*', 'search_*', `tool_${i}_*`], denyActions: [`admin.${i}.**`, 'delete_*'], denyResources: ['s3://private/**'] }))],
-  ['data_restriction', rep(8, (i) => def('data_restriction', { detect: i % 2 ? ['email', 'credit_card', 'ssn'] : ['iban', 'api_key', 'jwt', 'phone'], scope: 'both', ...(i === 0 ? { patterns: ['EMP-\\d{6}'] } : {}) }))],
-  ['action_approval', rep(5, (i) => def('action_approval', { actions: [`send_${i}_*`, 'payments.**'], bindParameters: i % 2 === 0 }))],
-  ['cost_limit', rep(6, (i) => def('cost_limit', { maxCostUsdPerRequest: 1 + i, maxTokensPerRequest: 100_000 }, i === 0 ? { maxRequests: 1_000_000_000, timeWindowSeconds: 60 } : {}))],
-  ['budget_cap', rep(4, (i) => def('budget_cap', { maxMonthlyCostUsd: 100 * (i + 1) }))],
-  ['quality_threshold', rep(4, (i) => def('quality_threshold', { metric: i % 2 ? 'error_rate' : 'p95_duration_ms', max: i % 2 ? 0.5 : 30_000, windowMinutes: 60 }))],
-  ['injection_scan', rep(3, (i) => def('injection_scan', { threshold: 0.4 + i * 0.1, scope: i === 2 ? 'both' : 'input' }))],
-  ['output_classifier', rep(3, (i) => def('output_classifier', { categories: i === 0 ? ['pii', 'secrets', 'url'] : ['pii', 'secrets', 'profanity', 'code', 'url'], blockOn: ['secrets'] }))],
-  ['custom', rep(5, (i) => def('custom', { expression: `request.tokens > ${10_000 + i} || (request.action.name == "admin.${i}" && request.agent.environment == "production")` }))],
-];
+}));
+const MIX: Array<[PolicyType, PolicyDefinition[]]> = [...new Set(definitions.map((d) => d.policyType))].map((t) => [t, definitions.filter((d) => d.policyType === t)]);
 const ALL = MIX.flatMap(([, l]) => l);
 if (ALL.length !== 50) throw new Error(`expected 50 policies, got ${ALL.length}`);
 

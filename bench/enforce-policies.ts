@@ -1,6 +1,6 @@
 /**
  * The 50 mixed policies and the ~2 KB request of `npm run bench:enforce`, as API inputs: the same
- * set as bench/enforce-engine.ts (12 access_control, 8 data_restriction, 5 action_approval, 6
+ * set bench/enforce-engine.ts decides in process (12 access_control, 8 data_restriction, 5 action_approval, 6
  * cost_limit, 4 budget_cap, 4 quality_threshold, 3 injection_scan, 3 output_classifier, 5 custom),
  * all in monitor mode so every request is evaluated in full and answered `allow` with warnings.
  */
