@@ -36,6 +36,8 @@ export async function policyRoutes(app: FastifyInstance) {
     clock,
     config,
     snapshot: (orgId) => services.policies.activeSnapshot(orgId),
+    agent: (orgId, idOrExternal) => services.agents.forEnforcement(orgId, idOrExternal),
+    monthSpend: (orgId, agentId) => services.agents.monthSpend(orgId, agentId),
     record: (input) => services.policyDecisions.record(input),
   });
   const who = (p: ReturnType<typeof principalOf>) => ({ organizationId: p.organizationId, userId: p.userId, ...(p.agentId ? { agentId: p.agentId } : {}) });
