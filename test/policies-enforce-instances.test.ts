@@ -96,9 +96,15 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)('enforce on
     const enforceB = onB(b, org);
     const body = { agentId: agent.id, action: { type: 'tool_call', name: 'x' } };
     expect((await enforceB(body)).json().data.decision).toBe('allow'); // B caches the agent
-    // The very next request on B, without waiting for pub/sub (test/agent-cache.test.ts proves the
-    // read fresh with invalidation stubbed out; here it is the same through two instances).
-    expect((await org.req({ method: 'POST', url: '/api/v1/traces/ingest', payload: { traces: [{ traceId: randomUUID(), agentId: agent.agentId, costUsd: 1 }] } })).statusCode).toBe(202);
-    expect((await enforceB(body)).json().data.violations[0]?.code).toBe('budget.exceeded');
+    // A publishes nothing for this ingest: B's cached agent stays at spend 0, only the fresh read can deny.
+    const agentsA = a.container.services.agents;
+    const invalidate = agentsA.invalidate;
+    agentsA.invalidate = async () => {};
+    try {
+      expect((await org.req({ method: 'POST', url: '/api/v1/traces/ingest', payload: { traces: [{ traceId: randomUUID(), agentId: agent.agentId, costUsd: 1 }] } })).statusCode).toBe(202);
+      expect((await enforceB(body)).json().data.violations[0]?.code).toBe('budget.exceeded');
+    } finally {
+      agentsA.invalidate = invalidate;
+    }
   });
 });

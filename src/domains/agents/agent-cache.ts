@@ -84,10 +84,12 @@ export class AgentCache {
       const row = await this.rows.get(this.key(orgId, idOrExternal.toLowerCase()));
       if (row) return row;
     }
-    const row = await this.loader.byExternal(orgId, idOrExternal);
-    if (!row) return null;
-    this.names.set(`${orgId}|${idOrExternal}`, row.id);
-    return row;
+    const found = await this.loader.byExternal(orgId, idOrExternal);
+    if (!found) return null;
+    this.names.set(`${orgId}|${idOrExternal}`, found.id);
+    // Read again through the row cache (a second query, once per name): the row is cached from
+    // now on, and a write that committed in between is not missed.
+    return this.rows.get(this.key(orgId, found.id));
   }
 
   /** Applies an invalidation message: `org` (every agent of it) or `org:id,id,...`. */
