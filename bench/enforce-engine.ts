@@ -62,6 +62,7 @@ const counts = new Map<string, number>();
 const ctx: EngineContext = {
   agent: { id: AGENT, status: 'active', environment: 'production', currentMonthCostUsd: 42.5, name: 'support-bot' },
   now: () => new Date(),
+  monthSpend: () => 42.5,
   qualityAggregate: (_a, metric) => (metric === 'error_rate' ? 0.02 : 1800),
   liveGrant: () => false,
   windowHit: (key, _w, max) => {

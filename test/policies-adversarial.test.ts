@@ -94,6 +94,7 @@ const AGENT = '11111111-1111-4111-8111-111111111111';
 const ctx: EngineContext = {
   agent: { id: AGENT, status: 'active', environment: 'production', currentMonthCostUsd: 1, name: 'adversarial' },
   now: () => new Date('2026-11-23T00:00:00.000Z'),
+  monthSpend: () => 1,
   qualityAggregate: () => null,
   liveGrant: () => false,
   windowHit: () => true,

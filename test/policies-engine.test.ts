@@ -48,6 +48,8 @@ function context(agent: Partial<EngineAgent> = {}): TestCtx {
     quality: {},
     clock,
     now: () => new Date(clock.t),
+    // The route reads it fresh from the database; here the agent's own figure.
+    monthSpend: () => ctx.agent.currentMonthCostUsd,
     qualityAggregate: (_id, metric) => ctx.quality[metric] ?? null,
     liveGrant: async (q) => ctx.grants.some((g) => g.action === q.action && g.policyId === q.policyId && (q.parametersDigest === null || g.parametersDigest === q.parametersDigest)),
     windowHit: async (key, windowSeconds, max) => {

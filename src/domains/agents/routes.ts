@@ -36,6 +36,13 @@ export async function agentRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const { db, clock } = app.deps;
   const forgetKey = app.deps.afterCommit.wrap('auth: forget a deleted agent key', (hash: string) => app.deps.auth.invalidateKey(hash));
+  // Every committed write to an agent row forgets it in the enforce route's agent cache, here at
+  // once and on the other instances through pub/sub (docs/decisions.md, "Enforce route").
+  const forgetAgents = app.deps.afterCommit.wrap('agents: agent cache', (orgId: string, ids?: string[]) => app.deps.services.agents.invalidate(orgId, ids));
+  const changed = async <T extends { id: string; organizationId: string }>(view: T) => {
+    await forgetAgents(view.organizationId, [view.id]);
+    return one(view);
+  };
 
   r.post('/agents', {
     config: { auth: write },
@@ -49,7 +56,7 @@ export async function agentRoutes(app: FastifyInstance) {
           createdAt: '2026-01-15T09:30:00.000Z', updatedAt: '2026-01-15T09:30:00.000Z', createdBy: '9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a',
         } },
       } satisfies RouteExample },
-  }, async (req, reply) => reply.code(201).send(one(await svc.registerAgent(db, auditContext(req), req.body))));
+  }, async (req, reply) => reply.code(201).send(await changed(await svc.registerAgent(db, auditContext(req), req.body))));
 
   r.get('/agents', {
     config: { auth: read },
@@ -62,7 +69,12 @@ export async function agentRoutes(app: FastifyInstance) {
   r.post('/agents/kill-switch', {
     config: { auth: write },
     schema: { tags, operationId: 'agents.killSwitch', summary: 'Pause every active agent of the organization (or of one environment)', description: 'Pauses every active agent of the organization, or of one `environment`, in one transaction; already paused agents are left as they are. Audited once (`agent.kill_switch`) plus one `agent.pause` entry per agent.', body: killSwitchInput, response: { 200: dataSchema(killSwitchResult), ...errorResponses } },
-  }, async (req) => one(await svc.killSwitch(db, auditContext(req), req.body.reason, req.body.environment)));
+  }, async (req) => {
+    const out = await svc.killSwitch(db, auditContext(req), req.body.reason, req.body.environment);
+    // Every agent of the organization (one message, however many were paused).
+    await forgetAgents(principalOf(req).organizationId);
+    return one(out);
+  });
 
   r.get('/agents/budgets', {
     config: { auth: analytics },
@@ -80,28 +92,32 @@ export async function agentRoutes(app: FastifyInstance) {
   r.patch('/agents/:id', {
     config: { auth: write },
     schema: { tags, operationId: 'agents.update', summary: 'Update an agent', description: 'Only the given fields change (name, description, tags, metadata, owner, team, deploymentUrl); `agentId`, environment and status are not changed here (status changes through pause, resume and archive). Audited (`agent.update`).', params: idParams, body: updateAgentInput, response: { 200: dataSchema(agentSchema), ...errorResponses } },
-  }, async (req) => one(await svc.updateAgent(db, auditContext(req), req.params.id, req.body)));
+  }, async (req) => changed(await svc.updateAgent(db, auditContext(req), req.params.id, req.body)));
 
   r.delete('/agents/:id', {
     config: { auth: write },
     schema: { tags, operationId: 'agents.archive', summary: 'Archive an agent (its traces are kept)', description: 'Archives rather than deletes: the agent keeps its traces and its agentId stays taken. Archiving an archived agent changes nothing and answers 200. Audited (`agent.delete`).', params: idParams, response: { 200: dataSchema(agentSchema), ...errorResponses } },
-  }, async (req) => one(await svc.archiveAgent(db, auditContext(req), req.params.id)));
+  }, async (req) => changed(await svc.archiveAgent(db, auditContext(req), req.params.id)));
 
   const transition = { ...errorResponses, ...conflictResponse };
   r.post('/agents/:id/pause', {
     config: { auth: write },
     schema: { tags, operationId: 'agents.pause', summary: 'Pause an agent (kill switch); enforcement then denies it', description: 'The body (`reason`) is optional. Only an active agent can be paused (409 INVALID_TRANSITION otherwise). Audited (`agent.pause`); emits `kill_switch_triggered`.', params: idParams, body: pauseInput.optional(), response: { 200: dataSchema(agentSchema), ...transition } },
-  }, async (req) => one(await svc.pauseAgent(db, auditContext(req), req.params.id, req.body?.reason)));
+  }, async (req) => changed(await svc.pauseAgent(db, auditContext(req), req.params.id, req.body?.reason)));
 
   r.post('/agents/:id/resume', {
     config: { auth: write },
     schema: { tags, operationId: 'agents.resume', summary: 'Resume a paused agent', description: 'Only a paused agent can be resumed (409 INVALID_TRANSITION otherwise). Audited (`agent.resume`).', params: idParams, response: { 200: dataSchema(agentSchema), ...transition } },
-  }, async (req) => one(await svc.resumeAgent(db, auditContext(req), req.params.id)));
+  }, async (req) => changed(await svc.resumeAgent(db, auditContext(req), req.params.id)));
 
   r.put('/agents/:id/budget', {
     config: { auth: write },
     schema: { tags, operationId: 'agents.setBudget', summary: 'Set the monthly budget', description: 'Sets the monthly budget, its warning threshold and `budgetAction`: `alert` only emits events, `pause_agent` also pauses the agent when spend reaches the budget. Audited (`agent.budget_update`).', params: idParams, body: budgetInput, response: { 200: dataSchema(agentBudgetSchema), ...errorResponses } },
-  }, async (req) => one(await svc.setBudget(db, auditContext(req), req.params.id, req.body)));
+  }, async (req) => {
+    const out = await svc.setBudget(db, auditContext(req), req.params.id, req.body);
+    await forgetAgents(principalOf(req).organizationId, [out.agentId]);
+    return one(out);
+  });
 
   r.get('/agents/:id/budget', {
     config: { auth: analytics },

@@ -1,7 +1,7 @@
 /**
  * The enforce route's service (docs/decisions.md, "Enforce route"). Stages of one decision:
- *  1. the agent, read fresh (status, month-to-date spend), and the organization's active policies
- *     (cached snapshot), in parallel;
+ *  1. the agent (agent cache, invalidated after every write to it) and the organization's active
+ *     policies (cached snapshot), in parallel; budget_cap reads the month-to-date spend fresh;
  *  2. the compiled policies, memoized per organization by the snapshot's version;
  *  3. `decide` with the context: the injected clock, windows on the shared state, live grants,
  *     cached quality aggregates, signed validator calls through the outbound guard;
@@ -19,7 +19,7 @@ import type { Db } from '../../db/client.js';
 import { LookupCache } from '../../lib/lookup-cache.js';
 import { OutboundError, sendOutbound } from '../../lib/outbound.js';
 import { memoryState, type SharedState } from '../../lib/shared-state.js';
-import { findAgentForEnforcement, type EnforcementAgent } from '../agents/index.js';
+import type { EnforcementAgent } from '../agents/index.js';
 import { findLiveGrant, requestGrant } from '../access-grants/index.js';
 import { EVENT_TYPES, type EventType } from '../events/outbox.js';
 import type { DecisionRecordInput } from '../policy-decisions/index.js';
@@ -59,6 +59,10 @@ export interface EnforceServiceDeps {
   clock: Clock;
   config: Pick<Config, 'allowPrivateTargets'>;
   snapshot(orgId: string): Promise<PolicySnapshot>;
+  /** The agent a request names (uuid or external agentId), from the agents module's cache; null when unknown. */
+  agent(orgId: string, idOrExternal: string): Promise<EnforcementAgent | null>;
+  /** The agent's month-to-date spend as the database holds it now (budget_cap). */
+  monthSpend(orgId: string, agentId: string): Promise<number>;
   record(input: DecisionRecordInput): void;
 }
 
@@ -116,9 +120,12 @@ export function createEnforceService(deps: EnforceServiceDeps) {
   /** The context of one decision (docs/decisions.md, "Enforce route": where each piece comes from). */
   function context(orgId: string, agent: EnforcementAgent, versions: Map<string, string>, dryRun: { secret: string; state: SharedState } | null): EngineContext {
     const windows = dryRun?.state ?? state;
+    // One fresh read per decision however many budget_cap policies ask (docs/decisions.md, "Enforce route").
+    let spend: Promise<number> | undefined;
     return {
       agent,
       now: () => clock.now(),
+      monthSpend: (agentId) => (spend ??= deps.monthSpend(orgId, agentId)),
       qualityAggregate(agentId, metric, windowMinutes) {
         const key = `${orgId}|${agentId}|${metric}|${windowMinutes}`;
         const hit = quality.peek(key);
@@ -142,7 +149,7 @@ export function createEnforceService(deps: EnforceServiceDeps) {
 
   /** The agent the request names, visible to the caller; 404 otherwise (another agent's key learns nothing). */
   async function agentFor(who: Enforcer, agentId: string): Promise<EnforcementAgent> {
-    const agent = await findAgentForEnforcement(db, who.organizationId, agentId, clock.now());
+    const agent = await deps.agent(who.organizationId, agentId);
     if (!agent || (who.agentId !== undefined && agent.id !== who.agentId)) throw notFound('Agent');
     return agent;
   }

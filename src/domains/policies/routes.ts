@@ -36,6 +36,8 @@ export async function policyRoutes(app: FastifyInstance) {
     clock,
     config,
     snapshot: (orgId) => services.policies.activeSnapshot(orgId),
+    agent: (orgId, idOrExternal) => services.agents.forEnforcement(orgId, idOrExternal),
+    monthSpend: (orgId, agentId) => services.agents.monthSpend(orgId, agentId),
     record: (input) => services.policyDecisions.record(input),
   });
   const who = (p: ReturnType<typeof principalOf>) => ({ organizationId: p.organizationId, userId: p.userId, ...(p.agentId ? { agentId: p.agentId } : {}) });
@@ -48,7 +50,7 @@ export async function policyRoutes(app: FastifyInstance) {
       operationId: 'policies.enforce',
       summary: 'Decide whether an agent may take an action',
       description:
-        'Call before every tool call, LLM call or data access. The agent (uuid or external `agentId`) is read fresh: a paused or archived agent is denied by the kill switch, and budget_cap sees the spend of every trace ingested so far. Then every active policy in scope runs by ascending priority: block matches are `violations` (`deny`), warn and monitor matches `warnings`, an action_approval without a live grant is `require_approval` with the pending access grant in `accessGrantId` (one per agent, action, resource and parameters). `evaluationMs` and the `Server-Timing` header tell what governance cost. An unknown agent is 404, and so is another agent for an agent-scoped key. Every decision goes to the decision log; none writes an audit entry.',
+        'Call before every tool call, LLM call or data access. The agent is named by uuid or external `agentId`: a paused or archived agent is denied by the kill switch (at once on the instance that took the change, within the cache invalidation delay on others), and budget_cap reads the spend of every trace ingested so far, fresh. Then every active policy in scope runs by ascending priority: block matches are `violations` (`deny`), warn and monitor matches `warnings`, an action_approval without a live grant is `require_approval` with the pending access grant in `accessGrantId` (one per agent, action, resource and parameters). `evaluationMs` and the `Server-Timing` header tell what governance cost. An unknown agent is 404, and so is another agent for an agent-scoped key. Every decision goes to the decision log; none writes an audit entry.',
       body: enforceRequestSchema,
       response: { 200: dataSchema(enforceDecisionSchema), ...errorResponses, ...notFoundResponse },
       ...enforceHeaders,

@@ -33,5 +33,6 @@ export const tracesModule = defineModule({
       },
     },
   ],
-  caches: [],
+  // Ingest forgets the agents it accrued to in the agents module's cache (after commit).
+  caches: ['agents:invalidate'],
 });

@@ -87,6 +87,11 @@ export interface IngestDeps {
   clock: Clock;
   pricing: Pricing;
   subscriptions: Subscriptions;
+  /**
+   * Called once the batch has committed with the agents whose rows it changed (spend, health, a
+   * budget pause), so the agent cache forgets them (docs/decisions.md, "Enforce route").
+   */
+  agentsChanged?: (orgId: string, agentIds: string[]) => Promise<void>;
 }
 
 /**
@@ -152,7 +157,10 @@ export async function ingestTraces(deps: IngestDeps, principal: Actor, items: un
     ready.push({ ...v, agent });
   }
 
-  if (ready.length > 0) await writeBatch(deps, principal, ready);
+  if (ready.length > 0) {
+    await writeBatch(deps, principal, ready);
+    await deps.agentsChanged?.(orgId, [...new Set(ready.map((r) => r.agent.id))]);
+  }
   errors.sort((a, b) => a.index - b.index);
   return {
     accepted: ready.length,

@@ -36,6 +36,8 @@ const tags = ['Traces'];
 export async function traceRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const { db, pricing, subscriptions, config, clock } = app.deps;
+  // Ingest moves the spend and health of the agents it touches: the agent cache forgets them after commit.
+  const agentsChanged = app.deps.afterCommit.wrap('agents: agent cache (ingest)', (orgId: string, ids: string[]) => app.deps.services.agents.invalidate(orgId, ids));
 
   r.post('/traces/ingest', {
     bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
@@ -60,7 +62,7 @@ export async function traceRoutes(app: FastifyInstance) {
     },
   }, async (req, reply) => {
     const length = Number(req.headers['content-length']);
-    const result = await ingestTraces({ db, pricing, subscriptions, clock }, principalOf(req), req.body.traces, Number.isFinite(length) ? length : undefined);
+    const result = await ingestTraces({ db, pricing, subscriptions, clock, agentsChanged }, principalOf(req), req.body.traces, Number.isFinite(length) ? length : undefined);
     return reply.code(202).send(result);
   });
 

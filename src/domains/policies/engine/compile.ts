@@ -101,13 +101,17 @@ function costLimit(r: RuleDefinition<'cost_limit'>, def: PolicyDefinition): Eval
 }
 
 function budgetCap(r: RuleDefinition<'budget_cap'>): Evaluate {
-  return (s) => {
-    const spent = s.agent.currentMonthCostUsd;
-    const after = spent + (s.request.estimatedCostUsd ?? 0);
-    // The budget is spent once the month-to-date reaches it: the next request is denied even with no estimate.
-    if (spent >= r.maxMonthlyCostUsd || after > r.maxMonthlyCostUsd)
-      return [{ code: 'budget.exceeded', message: `Month-to-date spend ${spent.toFixed(4)} USD plus the estimate exceeds the budget of ${r.maxMonthlyCostUsd} USD` }];
-    return NONE;
+  return (s, ctx) => {
+    const answer = (spent: number): Match[] => {
+      const after = spent + (s.request.estimatedCostUsd ?? 0);
+      // The budget is spent once the month-to-date reaches it: the next request is denied even with no estimate.
+      if (spent >= r.maxMonthlyCostUsd || after > r.maxMonthlyCostUsd)
+        return [{ code: 'budget.exceeded', message: `Month-to-date spend ${spent.toFixed(4)} USD plus the estimate exceeds the budget of ${r.maxMonthlyCostUsd} USD` }];
+      return NONE;
+    };
+    // The spend the database holds now, not the agent's (possibly cached) copy.
+    const spent = ctx.monthSpend(s.agent.id);
+    return spent instanceof Promise ? spent.then(answer) : answer(spent);
   };
 }
 

@@ -54,6 +54,11 @@ export interface ValidatorAnswer {
 
 export interface EngineContext {
   agent: EngineAgent;
+  /**
+   * The agent's month-to-date spend as the database holds it now: budget_cap compares against it,
+   * never against `agent.currentMonthCostUsd`, which may come from a cache.
+   */
+  monthSpend(agentId: string): MaybePromise<number>;
   /** The injected clock, for the context's own counters and caches (the engine itself reads no time). */
   now(): Date;
   /** The agent's metric over the last `windowMinutes` (cached aggregate); null when there is no data. */
