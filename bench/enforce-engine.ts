@@ -70,7 +70,7 @@ const ctx: EngineContext = {
     counts.set(key, c);
     return c <= max;
   },
-  callValidator: createHttpValidator(),
+  callValidator: createHttpValidator({ allowPrivate: true }),
 };
 
 interface Figures {

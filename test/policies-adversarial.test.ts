@@ -98,7 +98,7 @@ const ctx: EngineContext = {
   qualityAggregate: () => null,
   liveGrant: () => false,
   windowHit: () => true,
-  callValidator: createHttpValidator(),
+  callValidator: createHttpValidator({ allowPrivate: true }),
 };
 const request = (value: unknown): EnforceRequest =>
   enforceRequestSchema.parse({ agentId: AGENT, action: { type: 'llm_call', name: 'chat.completions', resource: 'a'.repeat(2000) }, input: value, output: value, tokens: 10 });

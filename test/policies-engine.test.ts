@@ -59,7 +59,7 @@ function context(agent: Partial<EngineAgent> = {}): TestCtx {
       hits.set(key, list);
       return list.length <= max;
     },
-    callValidator: createHttpValidator(),
+    callValidator: createHttpValidator({ allowPrivate: true }),
   };
   return ctx;
 }

@@ -4,6 +4,7 @@
  * `AbortSignal.timeout` on the request, and a timer racing it, so that a validator that stalls never
  * holds a decision past `timeoutMs` (docs/decisions.md, "Enforcement engine").
  */
+import { sendOutbound } from '../../../lib/outbound.js';
 import type { ValidatorAnswer } from './types.js';
 
 /** Characters of a validator's answer that are read; a longer answer is unreadable. */
@@ -14,20 +15,23 @@ export const MAX_VALIDATOR_MESSAGE = 500;
 export type ValidatorOutcome = { ok: true; allowed: boolean; message: string | null } | { ok: false; reason: string };
 
 /**
- * A `callValidator` over fetch: POST of `body` with `content-type: application/json` and the
- * headers `sign(body)` answers (the route signs like a webhook).
+ * A plain `callValidator` through the outbound guard (src/lib/outbound.ts): POST of `body` with
+ * `content-type: application/json` and the headers `sign(body)` answers. The enforce route has its
+ * own, signing with the policy's secret (src/domains/policies/enforce.ts); this one serves tests and
+ * benchmarks, so no code calls a user's URL outside the guard.
  */
-export function createHttpValidator(sign: (body: string) => Record<string, string> = () => ({})) {
+export function createHttpValidator(opts: { allowPrivate: boolean; sign?: (body: string) => Record<string, string> }) {
   return async (url: string, body: string, timeoutMs: number): Promise<ValidatorAnswer> => {
-    const res = await fetch(url, {
+    const res = await sendOutbound({
+      url,
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...sign(body) },
+      headers: { 'content-type': 'application/json', ...(opts.sign?.(body) ?? {}) },
       body,
-      signal: AbortSignal.timeout(timeoutMs),
-      redirect: 'error',
+      timeoutMs,
+      maxResponseBytes: MAX_VALIDATOR_ANSWER,
+      allowPrivate: opts.allowPrivate,
     });
-    const text = await res.text();
-    return { status: res.status, text: text.length > MAX_VALIDATOR_ANSWER ? '' : text };
+    return { status: res.status, text: res.truncated ? '' : res.body };
   };
 }
 
@@ -57,8 +61,9 @@ export async function askValidator(
   } catch (err) {
     const name = (err as Error)?.name;
     // The outbound guard names a refused private address (docs/decisions.md, "Outbound calls").
-    const refused = (err as { kind?: unknown })?.kind === 'private_target';
-    return { ok: false, reason: name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : refused ? 'private target refused' : 'unreachable' };
+    const kind = (err as { kind?: unknown })?.kind;
+    const timedOut = name === 'TimeoutError' || name === 'AbortError' || kind === 'timeout';
+    return { ok: false, reason: timedOut ? 'timeout' : kind === 'private_target' ? 'private target refused' : 'unreachable' };
   } finally {
     clearTimeout(timer);
   }
