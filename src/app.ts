@@ -19,8 +19,7 @@ import { registerOpenApi } from './http/openapi.js';
 import type { Pricing } from './domains/traces/pricing.js';
 import type { Subscriptions } from './domains/events/subscriptions.js';
 import { assemble, type Container, type Infrastructure } from './container.js';
-import { modules } from './modules.js';
-import type { DomainModule } from './core/module.js';
+import { modules, withOwnServices } from './modules.js';
 
 /** A built container, or what one is assembled from (config, database, shared state). */
 export type AppDeps = (Container | Infrastructure) & {
@@ -85,8 +84,7 @@ export async function buildApp(input: AppDeps): Promise<FastifyInstance> {
   app.addHook('onClose', async () => usage.stop());
   // The modules' process-local tasks run once more at close (after the last request), so what they buffer is written.
   app.addHook('onClose', async () => {
-    for (const m of modules as readonly DomainModule[]) {
-      const own = (deps.services as Record<string, unknown>)[m.name];
+    for (const { module: m, own } of withOwnServices(deps.services)) {
       for (const t of m.localTasks?.(own) ?? []) await t.run(app.log);
     }
   });

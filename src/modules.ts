@@ -18,7 +18,7 @@ import { accessGrantsModule } from './domains/access-grants/index.js';
 import { notificationChannelsModule } from './domains/notification-channels/index.js';
 import { policyDecisionsModule } from './domains/policy-decisions/index.js';
 import { webhooksModule } from './domains/webhooks/index.js';
-import type { ModuleDeps } from './core/module.js';
+import type { DomainModule, ModuleDeps } from './core/module.js';
 
 export const modules = [
   healthModule,
@@ -52,4 +52,9 @@ export function buildServices(deps: ModuleDeps): Services {
     out[m.name] = (m.services as (d: Partial<ModuleDeps>) => unknown)(declared);
   }
   return out as Services;
+}
+
+/** Each module with its own services, in registration order (for the hooks: job types, schedules, local tasks). */
+export function withOwnServices(services: Services): { module: DomainModule; own: unknown }[] {
+  return (modules as readonly DomainModule[]).map((m) => ({ module: m, own: (services as Record<string, unknown>)[m.name] }));
 }

@@ -7,8 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../app.js';
 import type { Container } from '../container.js';
 import type { Config } from '../config.js';
-import type { DomainModule, TaskLogger } from '../core/module.js';
-import { modules, type Services } from '../modules.js';
+import type { TaskLogger } from '../core/module.js';
+import { withOwnServices, type Services } from '../modules.js';
 import { JobRunner } from './runner.js';
 
 export type Role = Config['AGOV_ROLE'];
@@ -28,8 +28,7 @@ export interface ServiceProcess {
 
 /** Registers every module's job types and schedules (src/modules.ts), each built on that module's services. */
 export function registerModuleWork(runner: JobRunner, services: Services) {
-  for (const m of modules as readonly DomainModule[]) {
-    const own = (services as Record<string, unknown>)[m.name];
+  for (const { module: m, own } of withOwnServices(services)) {
     for (const j of m.jobTypes?.(own) ?? []) runner.register(j.type, j.handler, j.options);
     for (const s of m.schedules?.(own) ?? []) runner.schedule(s.name, { everyMs: s.everyMs }, s.job ?? s.run);
   }
@@ -37,8 +36,7 @@ export function registerModuleWork(runner: JobRunner, services: Services) {
 
 /** Registers every module's process-local tasks (src/core/module.ts, LocalTask) on this instance's runner. */
 export function registerModuleLocalTasks(runner: JobRunner, services: Services, log: TaskLogger) {
-  for (const m of modules as readonly DomainModule[]) {
-    const own = (services as Record<string, unknown>)[m.name];
+  for (const { module: m, own } of withOwnServices(services)) {
     for (const t of m.localTasks?.(own) ?? []) runner.everyLocal(t.name, t.everyMs, () => t.run(log));
   }
 }
