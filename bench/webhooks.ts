@@ -16,6 +16,23 @@ const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 10);
 const MAX_IN_FLIGHT = 10;
 let inFlight = 0;
 
+/**
+ * Calls `send` n times paced at RATE per second, with at most MAX_IN_FLIGHT outstanding: beyond what
+ * the API sustains the pace drops, which the callers report as the rate achieved.
+ */
+async function paced(n: number, send: () => Promise<unknown>): Promise<void> {
+  const start = performance.now();
+  const pending: Promise<unknown>[] = [];
+  for (let i = 0; i < n; i++) {
+    const wait = start + (i * 1000) / RATE - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    while (inFlight >= MAX_IN_FLIGHT) await new Promise((r) => setTimeout(r, 1));
+    inFlight++;
+    pending.push(send().finally(() => inFlight--));
+  }
+  await Promise.all(pending);
+}
+
 const bench = await startBenchApp({
   jobs: true,
   env: {
@@ -129,23 +146,12 @@ for (const hooks of process.env.BENCH_LATENCY_ONLY ? [] : [1, 10, 100]) {
   const lat: number[] = [];
   const n = RATE * LATENCY_SECONDS;
   const start = performance.now();
-  const pending: Promise<void>[] = [];
-  for (let i = 0; i < n; i++) {
-    const due = start + (i * 1000) / RATE;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    // At most MAX_IN_FLIGHT changes outstanding: beyond what the API sustains, the pace drops (reported).
-    while (inFlight >= MAX_IN_FLIGHT) await new Promise((r) => setTimeout(r, 1));
-    inFlight++;
-    pending.push((async () => {
-      const t = performance.now();
-      const a = await change();
-      await post(JSON.stringify({ type: 'agent_updated', data: { agent: a } }));
-      lat.push(performance.now() - t);
-      inFlight--;
-    })());
-  }
-  await Promise.all(pending);
+  await paced(n, async () => {
+    const t = performance.now();
+    const a = await change();
+    await post(JSON.stringify({ type: 'agent_updated', data: { agent: a } }));
+    lat.push(performance.now() - t);
+  });
   console.log(`baseline latency at ${RATE}/s: p50=${r1(pct(lat, 50))}ms p99=${r1(pct(lat, 99))}ms (achieved ${r1((n * 1000) / (performance.now() - start))} changes/s)`);
   agentHttp.destroy();
 }
@@ -158,18 +164,11 @@ await withHooks(1, async () => {
   const committedAt = new Map<number, number>();
   const n = RATE * LATENCY_SECONDS;
   const start = performance.now();
-  const pending: Promise<unknown>[] = [];
-  for (let i = 0; i < n; i++) {
-    const due = start + (i * 1000) / RATE;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    while (inFlight >= MAX_IN_FLIGHT) await new Promise((r) => setTimeout(r, 1));
-    inFlight++;
+  await paced(n, () => {
     const s = seq + 1;
     sentAt.set(s, performance.now());
-    pending.push(change().then(() => (committedAt.set(s, performance.now()), inFlight--)));
-  }
-  await Promise.all(pending);
+    return change().then(() => committedAt.set(s, performance.now()));
+  });
   await waitReceived(n);
   const lat = [...sentAt].map(([s, t]) => firstSeen.get(s)! - t).filter((x) => Number.isFinite(x));
   const afterCommit = [...committedAt].map(([s, t]) => firstSeen.get(s)! - t).filter((x) => Number.isFinite(x));
