@@ -6,3 +6,5 @@ export const AUTH_KEY_CACHE = 'auth:key';
 export const AUTH_ORG_CACHE = 'auth:org';
 /** Pages of GET /teams (src/lib/response-cache.ts, scope `teams`). */
 export const TEAMS_RESPONSE_CACHE = 'response:teams';
+/** Agents as the enforce route reads them (src/domains/agents/agent-cache.ts, channel agents:invalidate); ingest invalidates it too. */
+export const AGENT_CACHE = 'agents:invalidate';

@@ -84,6 +84,12 @@ const isLocalName = (host: string) => host === 'localhost' || host.endsWith('.lo
 /** The hostname of a URL without IPv6 brackets. */
 const bareHost = (u: URL) => u.hostname.replace(/^\[(.*)\]$/, '$1');
 
+/** True when the URL names localhost or a non-public IP literal (a name is judged only after DNS, at send time). */
+export function isPrivateHost(u: URL): boolean {
+  const host = bareHost(u);
+  return isLocalName(host) || (ipaddr.isValid(host) && !isPublicAddress(host));
+}
+
 /**
  * What is wrong with `url` as an outbound target, or null: the check at creation time (422 naming the
  * field). Names are resolved only at send time, where the address connected to is what counts.
@@ -97,11 +103,7 @@ export function targetUrlProblem(url: string, opts: { allowPrivate: boolean }): 
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'must use http or https';
   if (u.username || u.password) return 'must not carry credentials';
-  if (!opts.allowPrivate) {
-    const host = bareHost(u);
-    if (isLocalName(host)) return 'must not target a loopback or private address';
-    if (ipaddr.isValid(host) && !isPublicAddress(host)) return 'must not target a loopback or private address';
-  }
+  if (!opts.allowPrivate && isPrivateHost(u)) return 'must not target a loopback or private address';
   return null;
 }
 

@@ -233,8 +233,8 @@ export async function findLiveGrant(db: Executor, orgId: string, q: GrantQuery, 
       gt(t.expiresAt, now),
       digest === null ? isNull(t.parametersDigest) : or(isNull(t.parametersDigest), eq(t.parametersDigest, digest)),
       // Grants that enforcement requested store the action as an escaped literal, so most rows can
-      // be matched by equality here; only rows holding glob syntax go on to the matcher below.
-      or(eq(t.action, literalGlob(q.action)), sql`(strpos(${t.action}, '*') > 0 or strpos(${t.action}, '?') > 0)`),
+      // be matched by equality here; only rows holding glob syntax (wildcards or escapes) go on to the matcher below.
+      or(eq(t.action, literalGlob(q.action)), sql`(strpos(${t.action}, '*') > 0 or strpos(${t.action}, '?') > 0 or strpos(${t.action}, '\\') > 0)`),
     ))
     .orderBy(desc(t.expiresAt))
     // Bounded: an agent with thousands of live glob grants pays for at most this many per lookup

@@ -16,11 +16,12 @@ import { LRUCache } from 'lru-cache';
 import { LookupCache } from '../../lib/lookup-cache.js';
 import type { SharedState } from '../../lib/shared-state.js';
 import type { agents } from '../../db/schema/index.js';
+import { AGENT_CACHE } from '../../core/cache-names.js';
 
 type Row = typeof agents.$inferSelect;
 
-/** The cache's name (src/core/module.ts `caches`) and its pub/sub channel. */
-export const AGENT_CACHE = 'agents:invalidate';
+/** The cache's name (src/core/module.ts `caches`) is its pub/sub channel. */
+export { AGENT_CACHE };
 const CHANNEL = AGENT_CACHE;
 
 /** Agents kept (rows and resolved names each). */

@@ -34,6 +34,26 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** The fields of a delivery body (contract.md "Events"); `type` may also be `test` or `notification`. */
+export interface EventFields {
+  id: string;
+  type: string;
+  createdAt: string;
+  organizationId: string;
+  agentId: string | null;
+  data: Record<string, unknown>;
+}
+
+/**
+ * The exact delivery body of an event and its idempotency key (hex SHA-256 of organization, type
+ * and body): one definition for outbox events, webhook tests and channel webhooks.
+ */
+export function eventEnvelope(e: EventFields): { body: string; idempotencyKey: string } {
+  const body = JSON.stringify({ id: e.id, type: e.type, createdAt: e.createdAt, organizationId: e.organizationId, agentId: e.agentId, data: e.data });
+  const idempotencyKey = createHash('sha256').update(e.organizationId).update('\n').update(e.type).update('\n').update(body).digest('hex');
+  return { body, idempotencyKey };
+}
+
 /**
  * Writes an event in the caller's transaction: it exists exactly when the change commits.
  * The delivery body `{ id, type, createdAt, organizationId, agentId, data }` and its idempotency
@@ -48,8 +68,7 @@ export async function emit(
 ) {
   const id = newId();
   const createdAt = new Date().toISOString();
-  const body = JSON.stringify({ id, type, createdAt, organizationId, agentId, data });
-  const idempotencyKey = createHash('sha256').update(organizationId).update('\n').update(type).update('\n').update(body).digest('hex');
+  const { body, idempotencyKey } = eventEnvelope({ id, type, createdAt, organizationId, agentId, data });
   await tx.insert(outboxEvents).values({ id, organizationId, type, agentId, data, body, idempotencyKey, createdAt: new Date(createdAt) });
   // Wake the dispatcher when this transaction commits (the job row commits with the event; on
   // PostgreSQL its NOTIFY reaches every runner at commit), instead of waiting for the sweep.

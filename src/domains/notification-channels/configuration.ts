@@ -3,9 +3,8 @@
  * refused), validated when a channel is saved, and the masking of the secrets they hold
  * (docs/decisions.md, "Notification channels").
  */
-import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
-import { isPublicAddress, targetUrlProblem } from '../../lib/outbound.js';
+import { isPrivateHost, targetUrlProblem } from '../../lib/outbound.js';
 import { isSigningSecret, newSigningSecret } from '../../lib/webhook-signature.js';
 
 export const CHANNEL_TYPES = ['email', 'slack', 'pagerduty', 'webhook'] as const;
@@ -17,13 +16,6 @@ const MAX_URL_LENGTH = 2000;
 /** What validation depends on: whether loopback and private targets are allowed (config allowPrivateTargets). */
 export interface TargetRules {
   allowPrivate: boolean;
-}
-
-/** True when the URL's host is localhost or a non-public IP literal. */
-function isPrivateHost(u: URL): boolean {
-  const host = u.hostname.replace(/^\[(.*)\]$/, '$1');
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  return ipaddr.isValid(host) && !isPublicAddress(host);
 }
 
 /** An outbound target URL: the outbound guard's creation-time check (src/lib/outbound.ts). */

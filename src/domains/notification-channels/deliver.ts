@@ -5,10 +5,10 @@
  * docs/decisions.md "Notification channels"); nothing here throws, and no message names a payload
  * or a secret.
  */
-import { createHash } from 'node:crypto';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Config } from '../../config.js';
 import { OutboundError, sendOutbound, type OutboundResponse } from '../../lib/outbound.js';
+import { eventEnvelope } from '../events/outbox.js';
 import { signatureHeaders } from '../../lib/webhook-signature.js';
 import type { EmailConfiguration, PagerDutyConfiguration, SlackConfiguration, WebhookConfiguration } from './configuration.js';
 import type { NotificationMessage } from './schemas.js';
@@ -88,10 +88,10 @@ export class Sender {
 
   private webhook(target: DeliveryTarget, message: NotificationMessage, envelope: Envelope) {
     const c = target.configuration as WebhookConfiguration;
-    const type = 'notification';
-    const body = JSON.stringify({
+    // The body and idempotency key as for events (contract.md "Events"), fixed across retries.
+    const { body, idempotencyKey } = eventEnvelope({
       id: envelope.id,
-      type,
+      type: 'notification',
       createdAt: envelope.createdAt,
       organizationId: target.organizationId,
       agentId: message.agentId ?? null,
@@ -106,8 +106,6 @@ export class Sender {
         data: message.data ?? null,
       },
     });
-    // Idempotency key as for events (contract.md "Events"): fixed by organization, type and body.
-    const idempotencyKey = createHash('sha256').update(`${target.organizationId}\n${type}\n${body}`).digest('hex');
     // Signed at the machine's time, not the injected clock: receivers compare it with their own clocks.
     const signed = signatureHeaders({ body, eventId: envelope.id, idempotencyKey, secrets: [c.secret], version: 'v2', timestamp: Math.floor(Date.now() / 1000) });
     return this.http(c.url, body, signed, 'webhook');

@@ -17,7 +17,6 @@ import type { Clock } from '../../core/clock.js';
 import { notFound } from '../../core/errors.js';
 import type { Db } from '../../db/client.js';
 import { LookupCache } from '../../lib/lookup-cache.js';
-import { OutboundError, sendOutbound } from '../../lib/outbound.js';
 import { memoryState, type SharedState } from '../../lib/shared-state.js';
 import type { EnforcementAgent } from '../agents/index.js';
 import { findLiveGrant, requestGrant } from '../access-grants/index.js';
@@ -26,10 +25,9 @@ import type { DecisionRecordInput } from '../policy-decisions/index.js';
 import { qualityAggregate, type QualityMetric } from '../traces/index.js';
 import type { PolicySnapshot } from './cache.js';
 import type { EnforceDecision, EnforceRequest } from './enforce-schemas.js';
-import { compileAll, compilePolicy, decide, type CompiledPolicy, type Decision, type EngineContext, type ValidatorAnswer } from './engine/index.js';
-import { MAX_VALIDATOR_ANSWER } from './engine/validator.js';
+import { compileAll, compilePolicy, createHttpValidator, decide, type CompiledPolicy, type Decision, type EngineContext, type ValidatorAnswer } from './engine/index.js';
 import { validatorSecretOf } from './service.js';
-import { signValidatorCall } from './validator-signing.js';
+import { newValidatorSecret, signValidatorCall } from './validator-signing.js';
 
 /** How long a quality aggregate is served before it is computed again. */
 export const QUALITY_TTL_MS = 30_000;
@@ -105,17 +103,9 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     { max: 10_000, maxMissing: 1, ttlMs: 5 * 60_000, missingTtlMs: 0 },
   );
 
-  /** A signed POST through the outbound guard; a failure is thrown for askValidator to name. */
-  async function post(url: string, body: string, timeoutMs: number, secret: string | null): Promise<ValidatorAnswer> {
-    const headers: Record<string, string> = { 'content-type': 'application/json', ...(secret ? signValidatorCall(secret, body, clock.now()) : {}) };
-    try {
-      const res = await sendOutbound({ url, method: 'POST', headers, body, timeoutMs, maxResponseBytes: MAX_VALIDATOR_ANSWER, allowPrivate: deps.config.allowPrivateTargets });
-      return { status: res.status, text: res.truncated ? '' : res.body };
-    } catch (err) {
-      if (err instanceof OutboundError && err.kind === 'timeout') throw Object.assign(new Error('validator timed out'), { name: 'TimeoutError' });
-      throw err;
-    }
-  }
+  /** A signed POST through the outbound guard (the engine's createHttpValidator); failures are named by askValidator. */
+  const post = (url: string, body: string, timeoutMs: number, secret: string | null): Promise<ValidatorAnswer> =>
+    createHttpValidator({ allowPrivate: deps.config.allowPrivateTargets, sign: secret ? (b) => signValidatorCall(secret, b, clock.now()) : undefined })(url, body, timeoutMs);
 
   /** The context of one decision (docs/decisions.md, "Enforce route": where each piece comes from). */
   function context(orgId: string, agent: EnforcementAgent, versions: Map<string, string>, dryRun: { secret: string; state: SharedState } | null): EngineContext {
@@ -219,7 +209,7 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     const agent = await agentFor(who, req.agentId);
     const t1 = performance.now();
     const compiledOne = compilePolicy(policy);
-    const out = decide([compiledOne], req, context(who.organizationId, agent, new Map(), { secret: `whsec_${Buffer.from(randomUUID()).toString('base64')}`, state: memoryState() }));
+    const out = decide([compiledOne], req, context(who.organizationId, agent, new Map(), { secret: newValidatorSecret(), state: memoryState() }));
     const d = out instanceof Promise ? await out : out;
     const t2 = performance.now();
     const evaluationMs = ms(t2 - t0);

@@ -1,4 +1,5 @@
 /** The traces module: ingest, queries, flags, stats, exports and retention. */
+import { AGENT_CACHE } from '../../core/cache-names.js';
 import { defineModule } from '../../core/module.js';
 import { traceRoutes } from './routes.js';
 import { loadPriceTable, Pricing } from './pricing.js';
@@ -34,5 +35,5 @@ export const tracesModule = defineModule({
     },
   ],
   // Ingest forgets the agents it accrued to in the agents module's cache (after commit).
-  caches: ['agents:invalidate'],
+  caches: [AGENT_CACHE],
 });

@@ -1,5 +1,4 @@
 /** Webhooks: CRUD, secret rotation, the test send, the delivery log and redelivery (docs/decisions.md, "Webhooks"). */
-import { createHash } from 'node:crypto';
 import { and, count, desc, eq, sql } from 'drizzle-orm';
 import type { Db, Executor } from '../../db/client.js';
 import { webhookDeliveries, webhookMessages, webhooks } from '../../db/schema/index.js';
@@ -7,6 +6,7 @@ import { changedFields } from '../../core/changes.js';
 import { conflict, notFound, validation } from '../../core/errors.js';
 import { enqueue } from '../../jobs/enqueue.js';
 import { targetUrlProblem } from '../../lib/outbound.js';
+import { eventEnvelope } from '../events/outbox.js';
 import { newSigningSecret } from '../../lib/webhook-signature.js';
 import { findAgents } from '../agents/index.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
@@ -261,8 +261,7 @@ export async function activeEventTypes(db: Db, orgId: string): Promise<Set<strin
 export async function testWebhook(db: Db, orgId: string, id: string, settings: SendSettings, now: Date): Promise<TestResult> {
   const hook = await getWebhook(db, orgId, id);
   const eventId = newId();
-  const body = JSON.stringify({ id: eventId, type: 'test', createdAt: now.toISOString(), organizationId: orgId, agentId: null, data: { webhookId: id, message: 'A test delivery from the agent governance service' } });
-  const idempotencyKey = createHash('sha256').update(orgId).update('\n').update('test').update('\n').update(body).digest('hex');
+  const { body, idempotencyKey } = eventEnvelope({ id: eventId, type: 'test', createdAt: now.toISOString(), organizationId: orgId, agentId: null, data: { webhookId: id, message: 'A test delivery from the agent governance service' } });
   const o = await sendSigned(hook, { body, eventId, idempotencyKey }, settings, now);
   return {
     success: o.success,

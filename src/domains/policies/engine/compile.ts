@@ -5,6 +5,7 @@
  * policy needs I/O (quality aggregates, access grants, validators), so a decision without such
  * policies never awaits (docs/decisions.md, "Enforcement engine").
  */
+import { LRUCache } from 'lru-cache';
 import { Environment } from '@marcbachmann/cel-js';
 import { compileGlob, matchesAny, type Glob } from '../glob.js';
 import { compileOutputClassifier, blocking } from '../detectors/output-classifier.js';
@@ -235,17 +236,19 @@ export function compilePolicy(def: PolicyDefinition): CompiledPolicy {
   };
 }
 
-/** Compiled policies by `id@updatedAt`; a new version compiles anew, the oldest entries go past MEMO_MAX. */
-const memo = new Map<string, CompiledPolicy>();
-const MEMO_MAX = 10_000;
+/**
+ * Compiled policies by their whole definition: two saves within one millisecond share an updatedAt
+ * (src/domains/policies/cache.ts compares content for the same reason), so `id@updatedAt` could
+ * serve the older compile. Keyed once per policy per snapshot version, never per request.
+ */
+const memo = new LRUCache<string, CompiledPolicy>({ max: 10_000 });
 
-/** compilePolicy, memoized by (policy id, updatedAt). */
+/** compilePolicy, memoized by the definition's content. */
 export function compileCached(def: PolicyDefinition): CompiledPolicy {
-  const key = `${def.id}@${def.updatedAt}`;
+  const key = JSON.stringify(def);
   let c = memo.get(key);
   if (!c) {
     c = compilePolicy(def);
-    if (memo.size >= MEMO_MAX) memo.delete(memo.keys().next().value!);
     memo.set(key, c);
   }
   return c;

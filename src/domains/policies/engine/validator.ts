@@ -16,9 +16,8 @@ export type ValidatorOutcome = { ok: true; allowed: boolean; message: string | n
 
 /**
  * A plain `callValidator` through the outbound guard (src/lib/outbound.ts): POST of `body` with
- * `content-type: application/json` and the headers `sign(body)` answers. The enforce route has its
- * own, signing with the policy's secret (src/domains/policies/enforce.ts); this one serves tests and
- * benchmarks, so no code calls a user's URL outside the guard.
+ * `content-type: application/json` and the headers `sign(body)` answers (the enforce route signs
+ * with the policy's secret; tests and benchmarks call it unsigned).
  */
 export function createHttpValidator(opts: { allowPrivate: boolean; sign?: (body: string) => Record<string, string> }) {
   return async (url: string, body: string, timeoutMs: number): Promise<ValidatorAnswer> => {
