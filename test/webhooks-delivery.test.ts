@@ -430,6 +430,9 @@ describe('delivery', () => {
 describe.skipIf(!process.env.DATABASE_URL)('two workers on PostgreSQL', () => {
   it('never send the same attempt twice', async ({ app, freshOrg: org }) => {
     const other = await createTestApp();
+    // Lane leases are judged on each instance's clock: instances must agree on the time (as real
+    // ones do within seconds), and this file's app clock was moved forward by the tests above.
+    other.clock.set(app.clock.now());
     const second = await startRunner(other, 'pg-second');
     const rx = await startReceiver();
     try {
