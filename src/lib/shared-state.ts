@@ -1,6 +1,7 @@
 /**
- * State shared between instances: fixed-window counters (rate limits) and pub/sub (cache
- * invalidation). Redis when REDIS_URL is set; an in-process fallback otherwise.
+ * State shared between instances: fixed-window counters (rate limits), versioned values (the spend
+ * counter) and pub/sub (cache invalidation). Redis when REDIS_URL is set; an in-process fallback
+ * otherwise.
  */
 import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
@@ -25,6 +26,14 @@ export interface SharedState {
    * rate limiters). Policy limits use it (docs/decisions.md, "Enforce route").
    */
   slidingHit(key: string, windowMs: number, now?: number): Promise<number>;
+  /**
+   * Stores `value` under `key` for `ttlMs` unless the key holds a version >= `version`: writers that
+   * race keep the newest version whatever order they land in (docs/decisions.md, "Spend counter").
+   * `value` must not contain a newline.
+   */
+  putVersioned(key: string, version: number, value: string, ttlMs: number): Promise<void>;
+  /** The value last stored by putVersioned, with its version; null when absent or expired. */
+  getVersioned(key: string): Promise<Versioned | null>;
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): void;
   /**
@@ -37,23 +46,41 @@ export interface SharedState {
   close(): Promise<void>;
 }
 
+/** A value stored with putVersioned. */
+export interface Versioned {
+  version: number;
+  value: string;
+}
+
 const SWEEP_EVERY_MS = 60_000;
+
+/** `version\nvalue`, as a versioned value is stored. */
+const parseVersioned = (raw: string | null): Versioned | null => {
+  if (raw === null) return null;
+  const nl = raw.indexOf('\n');
+  return { version: Number(raw.slice(0, nl)), value: raw.slice(nl + 1) };
+};
 
 /** In-process counters and pub/sub: correct for one instance. */
 export function memoryState(): SharedState {
   const counters = new Map<string, WindowCount>();
+  const versioned = new Map<string, Versioned & { expiresAt: number }>();
   const bus = new EventEmitter();
   bus.setMaxListeners(0);
-  // Finished windows are dropped by the hits themselves, at most once a minute, so the map does not
-  // grow without bound and no timer is needed (docs/decisions.md, "Background jobs").
+  // Finished windows and expired values are dropped by the writes themselves, at most once a minute,
+  // so the maps do not grow without bound and no timer is needed (docs/decisions.md, "Background jobs").
   let nextSweepAt = Date.now() + SWEEP_EVERY_MS;
+  const sweep = (now: number) => {
+    if (now < nextSweepAt) return;
+    nextSweepAt = now + SWEEP_EVERY_MS;
+    for (const [k, v] of counters) if (v.resetAt <= now) counters.delete(k);
+    const wall = Date.now();
+    for (const [k, v] of versioned) if (v.expiresAt <= wall) versioned.delete(k);
+  };
   return {
     kind: 'memory',
     async hit(key, windowMs, now = Date.now()) {
-      if (now >= nextSweepAt) {
-        nextSweepAt = now + SWEEP_EVERY_MS;
-        for (const [k, v] of counters) if (v.resetAt <= now) counters.delete(k);
-      }
+      sweep(now);
       const start = now - (now % windowMs);
       const k = `${key}:${start}`;
       let c = counters.get(k);
@@ -62,6 +89,7 @@ export function memoryState(): SharedState {
       return { count: c.count, resetAt: c.resetAt };
     },
     async slidingHit(key, windowMs, now = Date.now()) {
+      sweep(now);
       const start = now - (now % windowMs);
       const k = `sw:${key}:${start}`;
       let c = counters.get(k);
@@ -70,6 +98,19 @@ export function memoryState(): SharedState {
       c.count += 1;
       const previous = counters.get(`sw:${key}:${start - windowMs}`)?.count ?? 0;
       return c.count + previous * (1 - (now - start) / windowMs);
+    },
+    // Expiry on the machine's time, as Redis's PX is: a TTL bounds staleness, it is not a rule.
+    async putVersioned(key, version, value, ttlMs) {
+      const wall = Date.now();
+      sweep(wall);
+      const cur = versioned.get(key);
+      if (cur && cur.expiresAt > wall && cur.version >= version) return;
+      versioned.set(key, { version, value, expiresAt: wall + ttlMs });
+    },
+    async getVersioned(key) {
+      const cur = versioned.get(key);
+      if (!cur || cur.expiresAt <= Date.now()) return null;
+      return { version: cur.version, value: cur.value };
     },
     async publish(channel, message) {
       bus.emit(channel, message);
@@ -101,6 +142,11 @@ export async function redisState(url: string, prefix = 'agov:'): Promise<SharedS
   cmd.defineCommand('agovSlidingHit', {
     numberOfKeys: 2,
     lua: "local c = redis.call('INCR', KEYS[1]) if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return {c, tonumber(redis.call('GET', KEYS[2]) or '0')}",
+  });
+  // Keeps the newest version: write only when the stored one is older (or absent). Stored as `version\nvalue`.
+  cmd.defineCommand('agovPutVersioned', {
+    numberOfKeys: 1,
+    lua: "local cur = redis.call('GET', KEYS[1]) if cur then local v = tonumber(string.match(cur, '^([^\\n]*)')) if v and v >= tonumber(ARGV[1]) then return 0 end end redis.call('SET', KEYS[1], ARGV[1] .. '\\n' .. ARGV[2], 'PX', ARGV[3]) return 1",
   });
   // Named so that an operator (or a test) can tell this instance's subscriber apart in CLIENT LIST.
   const sub = new Redis(url, { ...options, enableOfflineQueue: true, connectionName: `${prefix}sub` });
@@ -137,6 +183,12 @@ export async function redisState(url: string, prefix = 'agov:'): Promise<SharedS
       const base = `${prefix}sw:{${key}}:`;
       const [current, previous] = await (cmd as unknown as { agovSlidingHit(a: string, b: string, ttl: number): Promise<[number, number]> }).agovSlidingHit(`${base}${start}`, `${base}${start - windowMs}`, 2 * windowMs + 10_000);
       return Number(current) + Number(previous) * (1 - (now - start) / windowMs);
+    },
+    async putVersioned(key, version, value, ttlMs) {
+      await (cmd as unknown as { agovPutVersioned(k: string, v: number, val: string, ttl: number): Promise<number> }).agovPutVersioned(`${prefix}v:${key}`, version, value, ttlMs);
+    },
+    async getVersioned(key) {
+      return parseVersioned(await cmd.get(`${prefix}v:${key}`));
     },
     async publish(channel, message) {
       await cmd.publish(prefix + channel, message);

@@ -30,6 +30,12 @@ export const agents = pgTable(
     /** 'YYYY-MM' (UTC) that currentMonthCostUsd belongs to; a new month starts from zero. */
     spendMonth: text('spend_month').notNull().default(sql`to_char(now() at time zone 'utc', 'YYYY-MM')`),
     currentMonthCostUsd: usd('current_month_cost_usd').notNull().default(0),
+    /**
+     * Bumped by every spend accrual, in the same UPDATE: the version of (spendMonth,
+     * currentMonthCostUsd) that the shared spend counter keeps the newest of (docs/decisions.md,
+     * "Spend counter").
+     */
+    spendSeq: bigint('spend_seq', { mode: 'number' }).notNull().default(0),
     /** Month in which budget_warning / budget_exceeded were last emitted (once a month each). */
     budgetWarnedMonth: text('budget_warned_month'),
     budgetExceededMonth: text('budget_exceeded_month'),

@@ -12,6 +12,7 @@ import type { Clock } from '../../core/clock.js';
 import type { AuditContext } from '../audit/service.js';
 import { emit } from '../events/outbox.js';
 import { pauseInTx } from './service.js';
+import type { SpendVersion } from './spend-counter.js';
 
 export type AgentRow = typeof agents.$inferSelect;
 
@@ -56,6 +57,9 @@ export interface AgentSpend {
   warning_threshold_pct: number;
   budget_warned_month: string | null;
   budget_exceeded_month: string | null;
+  /** The month the spend belongs to and the row's spend version after this accrual (the spend counter's). */
+  spend_month: string;
+  spend_seq: number;
 }
 
 /**
@@ -67,22 +71,28 @@ export function agentUpdate(orgId: string, month: string, from: SQL) {
   return sql`update agents a set
       current_month_cost_usd = greatest(0, (case when a.spend_month = ${month} then a.current_month_cost_usd else 0 end) + d.delta),
       spend_month = ${month},
+      spend_seq = a.spend_seq + 1,
       trace_count = a.trace_count + d.n,
       error_rate_ewma = ${ewma},
       health_status = case when d.n = 0 then a.health_status when ${ewma} >= ${FAILING_AT} then 'failing' when ${ewma} >= ${DEGRADED_AT} then 'degraded' else 'healthy' end,
       last_seen_at = case when d.n > 0 then now() else a.last_seen_at end
     from ${from}
     where a.id = d.id and a.organization_id = ${orgId}
-    returning a.id, a.current_month_cost_usd, a.monthly_budget_usd, a.warning_threshold_pct, a.budget_warned_month, a.budget_exceeded_month`;
+    returning a.id, a.current_month_cost_usd, a.monthly_budget_usd, a.warning_threshold_pct, a.budget_warned_month, a.budget_exceeded_month, a.spend_month, a.spend_seq`;
 }
 
-/** The spend columns as numbers (numeric arrives as a string from pg, as a number through json_agg). */
+/** The spend columns as numbers (numeric and bigint arrive as strings from pg, as numbers through json_agg). */
 const spendOf = (a: AgentSpend): AgentSpend => ({
   ...a,
   current_month_cost_usd: Number(a.current_month_cost_usd),
   monthly_budget_usd: a.monthly_budget_usd === null ? null : Number(a.monthly_budget_usd),
   warning_threshold_pct: Number(a.warning_threshold_pct),
+  spend_seq: Number(a.spend_seq),
 });
+
+/** The versions an accrual left, for the spend counter (written after commit). */
+export const spendVersions = (spends: readonly AgentSpend[]): SpendVersion[] =>
+  spends.map(spendOf).map((a) => ({ agentId: a.id, month: a.spend_month, spend: a.current_month_cost_usd, seq: a.spend_seq }));
 
 /** True when an agent's new spend crosses a threshold whose event was not sent this month. */
 function crossesBudget(a: AgentSpend, month: string) {
@@ -91,10 +101,14 @@ function crossesBudget(a: AgentSpend, month: string) {
   return (pct >= a.warning_threshold_pct && a.budget_warned_month !== month) || (pct >= 100 && a.budget_exceeded_month !== month);
 }
 
-/** Raises the budget events (and pauses) of the agents whose new spend crossed a threshold this month. */
-export async function settleBudgets(tx: Tx, principal: Actor, spends: AgentSpend[], month: string, clock: Clock) {
+/**
+ * Raises the budget events (and pauses) of the agents whose new spend crossed a threshold this
+ * month; answers their ids: rows changed beyond spend and health (a pause), for the agent cache.
+ */
+export async function settleBudgets(tx: Tx, principal: Actor, spends: AgentSpend[], month: string, clock: Clock): Promise<string[]> {
   const crossing = spends.map(spendOf).filter((a) => crossesBudget(a, month)).map((a) => a.id);
   if (crossing.length) await raiseBudgetEvents(tx, principal, crossing, month, clock);
+  return crossing;
 }
 
 /** The actor of a pause for a reached budget. */

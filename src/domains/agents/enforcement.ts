@@ -1,8 +1,8 @@
 /**
  * The agent as `POST /policies/enforce` reads it (docs/decisions.md, "Enforce route"): the row from
  * the agent cache (status for the kill switch, environment, what CEL sees as `request.agent`),
- * invalidated after every committed write to it, and the month-to-date spend for budget_cap read
- * fresh from the counter ingestion moves. The queries are prepared once per database (drizzle
+ * invalidated after every committed change of its status or settings, and the month-to-date spend
+ * for budget_cap from the counter ingestion moves (spend-counter.ts). The queries are prepared once per database (drizzle
  * `.prepare`): the SQL is not rebuilt per request, and PostgreSQL parses and plans it once per
  * connection.
  */
@@ -11,7 +11,8 @@ import type { Db } from '../../db/client.js';
 import { agents } from '../../db/schema/index.js';
 import { AgentCache } from './agent-cache.js';
 import type { SharedState } from '../../lib/shared-state.js';
-import { agentView, spendNow } from './service.js';
+import { agentView } from './service.js';
+import { SpendCounter } from './spend-counter.js';
 
 function prepare(db: Db) {
   const org = eq(agents.organizationId, sql.placeholder('org'));
@@ -19,7 +20,7 @@ function prepare(db: Db) {
     byId: db.select().from(agents).where(and(org, eq(agents.id, sql.placeholder('id')))).limit(1).prepare('enforce_agent_by_id'),
     byExternal: db.select().from(agents).where(and(org, eq(agents.agentId, sql.placeholder('ext')))).limit(1).prepare('enforce_agent_by_external'),
     spend: db
-      .select({ currentMonthCostUsd: agents.currentMonthCostUsd, spendMonth: agents.spendMonth })
+      .select({ spend: agents.currentMonthCostUsd, month: agents.spendMonth, seq: agents.spendSeq })
       .from(agents)
       .where(and(org, eq(agents.id, sql.placeholder('id'))))
       .prepare('enforce_agent_spend'),
@@ -50,10 +51,16 @@ export async function findAgentForEnforcement(cache: AgentCache, orgId: string, 
   return row ? agentView(row, now) : null;
 }
 
-/** The agent's month-to-date spend as the database holds it now (budget_cap reads no copy); 0 for an unknown agent. */
-export async function monthSpendNow(db: Db, orgId: string, agentId: string, now: Date): Promise<number> {
-  const [r] = await queries(db).spend.execute({ org: orgId, id: agentId });
-  return r ? spendNow(r, now) : 0;
+/** The spend counter over the agents' rows (`exact`: see spend-counter.ts). */
+export function createSpendCounter(db: Db, state: SharedState, exact: boolean) {
+  return new SpendCounter(
+    state,
+    async (orgId, agentId) => {
+      const [r] = await queries(db).spend.execute({ org: orgId, id: agentId });
+      return r ? { agentId, month: r.month, spend: r.spend, seq: r.seq } : null;
+    },
+    exact,
+  );
 }
 
 export type EnforcementAgent = NonNullable<Awaited<ReturnType<typeof findAgentForEnforcement>>>;

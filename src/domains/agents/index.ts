@@ -4,11 +4,13 @@ import { defineModule } from '../../core/module.js';
 import { AUTH_KEY_CACHE } from '../../core/cache-names.js';
 import { agentRoutes } from './routes.js';
 import { AGENT_CACHE } from './agent-cache.js';
-import { createAgentCache, findAgentForEnforcement, monthSpendNow } from './enforcement.js';
+import { createAgentCache, createSpendCounter, findAgentForEnforcement } from './enforcement.js';
+import type { SpendVersion } from './spend-counter.js';
 import { agentView, budgetView, getAgent, monthOf, pauseInTx } from './service.js';
 
 // What other domains call (ingest, in its transaction): the agents table stays this module's.
-export { agentUpdate, findAgents, healthObservations, settleBudgets, type AgentRow, type AgentSpend } from './accrual.js';
+export { agentUpdate, findAgents, healthObservations, settleBudgets, spendVersions, type AgentRow, type AgentSpend } from './accrual.js';
+export { type SpendVersion } from './spend-counter.js';
 export { monthOf } from './service.js';
 // The enforce route's agent (docs/decisions.md, "Enforce route").
 export { type EnforcementAgent } from './enforcement.js';
@@ -16,9 +18,11 @@ export { type EnforcementAgent } from './enforcement.js';
 export const agentsModule = defineModule({
   name: 'agents',
   routes: agentRoutes,
-  needs: ['db', 'clock', 'state'],
-  services: ({ db, clock, state }) => {
+  needs: ['db', 'clock', 'state', 'config'],
+  services: ({ db, clock, state, config }) => {
     const cache = createAgentCache(db, state);
+    // Exact only where every writer shares the state (docs/decisions.md, "Spend counter").
+    const spend = createSpendCounter(db, state, state.kind === 'redis' || !config.DATABASE_URL);
     return {
       /** The Agent resource of an agent the actor may see, or NOT_FOUND. */
       get: async (actor: Pick<Actor, 'organizationId' | 'agentId'>, id: string) => agentView(await getAgent(db, actor, id), clock.now()),
@@ -29,8 +33,10 @@ export const agentsModule = defineModule({
       pauseInTx,
       /** The Agent the enforce route names (uuid or external agentId), from the agent cache; null when unknown. */
       forEnforcement: (orgId: string, idOrExternal: string) => findAgentForEnforcement(cache, orgId, idOrExternal, clock.now()),
-      /** The agent's month-to-date spend read fresh from the database (budget_cap). */
-      monthSpend: (orgId: string, agentId: string) => monthSpendNow(db, orgId, agentId, clock.now()),
+      /** The agent's month-to-date spend from the counter ingestion moves, else from its row (budget_cap). */
+      monthSpend: (orgId: string, agentId: string) => spend.read(orgId, agentId, clock.now()),
+      /** Records the spend versions of a committed accrual (ingest calls it after commit, before answering). */
+      accrued: (orgId: string, versions: readonly SpendVersion[]) => spend.store(orgId, versions),
       /** Forgets agents of the organization (all without `ids`) on every instance: call after every committed write to them. */
       invalidate: (orgId: string, ids?: readonly string[]) => cache.invalidate(orgId, ids),
     };

@@ -12,7 +12,7 @@ import type { Actor } from '../../core/actor.js';
 import type { Clock } from '../../core/clock.js';
 import { isRetryableConflict } from '../../core/db-errors.js';
 import { newId, USD_SCALE } from '../../db/schema/columns.js';
-import { agentUpdate, findAgents, healthObservations, monthOf, settleBudgets, type AgentRow, type AgentSpend } from '../agents/index.js';
+import { agentUpdate, findAgents, healthObservations, monthOf, settleBudgets, spendVersions, type AgentRow, type AgentSpend, type SpendVersion } from '../agents/index.js';
 import { emit } from '../events/outbox.js';
 import type { Subscriptions } from '../events/subscriptions.js';
 import type { Pricing } from './pricing.js';
@@ -88,10 +88,18 @@ export interface IngestDeps {
   pricing: Pricing;
   subscriptions: Subscriptions;
   /**
-   * Called once the batch has committed with the agents whose rows it changed (spend, health, a
-   * budget pause), so the agent cache forgets them (docs/decisions.md, "Enforce route").
+   * Called once the batch has committed, before the answer: the agents' new spend versions (for the
+   * spend counter) and the agents whose rows changed beyond spend and health (a budget pause), which
+   * the agent cache forgets (docs/decisions.md, "Spend counter").
    */
-  agentsChanged?: (orgId: string, agentIds: string[]) => Promise<void>;
+  committed?: (orgId: string, change: AccrualChange) => Promise<void>;
+}
+
+/** What a committed batch changed on its agents. */
+export interface AccrualChange {
+  spends: SpendVersion[];
+  /** Agents whose status or budget marks changed (budget events claimed, a pause). */
+  changed: string[];
 }
 
 /**
@@ -158,8 +166,8 @@ export async function ingestTraces(deps: IngestDeps, principal: Actor, items: un
   }
 
   if (ready.length > 0) {
-    await writeBatch(deps, principal, ready);
-    await deps.agentsChanged?.(orgId, [...new Set(ready.map((r) => r.agent.id))]);
+    const change = await writeBatch(deps, principal, ready);
+    await deps.committed?.(orgId, change);
   }
   errors.sort((a, b) => a.index - b.index);
   return {
@@ -251,7 +259,7 @@ async function writeBatch(deps: IngestDeps, principal: Actor, ready: Ready[]) {
  * adds their cost and health observations to the agents. Only traceIds that already existed take
  * the slower path: lock them (in traceId order), merge, upsert, and add the cost difference.
  */
-async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]) {
+async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]): Promise<AccrualChange> {
   const orgId = principal.organizationId;
   const now = deps.clock.now();
   const month = monthOf(now);
@@ -262,7 +270,7 @@ async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]
   const observations = healthObservations(ready.map(({ item, agent }) => ({ agentId: agent.id, error: !!item.status && ERROR_STATUSES.has(item.status) })));
 
   const fresh = mergeBatch(ready, new Map(), deps.pricing, now);
-  await deps.db.transaction(async (tx) => {
+  return deps.db.transaction(async (tx) => {
     const [out] = rowsOf<{ inserted: string[]; agents: AgentSpend[] }>(
       await tx.execute(sql`
         with ins as (
@@ -320,7 +328,7 @@ async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]
       written = [...written, ...updates];
     }
 
-    await settleBudgets(tx, principal, spends, month, deps.clock);
+    const changed = await settleBudgets(tx, principal, spends, month, deps.clock);
 
     if (wantCompleted || wantError) {
       for (const row of written) {
@@ -330,5 +338,6 @@ async function writeBatchOnce(deps: IngestDeps, principal: Actor, ready: Ready[]
         }
       }
     }
+    return { spends: spendVersions(spends), changed };
   });
 }

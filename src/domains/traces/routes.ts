@@ -21,7 +21,7 @@ import {
   traceTreeNodeSchema,
   traceWithRelatedSchema,
 } from './schemas.js';
-import { ingestTraces } from './ingest.js';
+import { ingestTraces, type AccrualChange } from './ingest.js';
 import * as q from './queries.js';
 import { setFlag } from './service.js';
 
@@ -36,8 +36,12 @@ const tags = ['Traces'];
 export async function traceRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const { db, pricing, subscriptions, config, clock } = app.deps;
-  // Ingest moves the spend and health of the agents it touches: the agent cache forgets them after commit.
-  const agentsChanged = app.deps.afterCommit.wrap('agents: agent cache (ingest)', (orgId: string, ids: string[]) => app.deps.services.agents.invalidate(orgId, ids));
+  // After commit, before the answer: the spend counter takes the agents' new spend, and the agent
+  // cache forgets the agents a budget paused or marked (docs/decisions.md, "Spend counter").
+  const agents = app.deps.services.agents;
+  const committed = app.deps.afterCommit.wrap('agents: spend counter and agent cache (ingest)', (orgId: string, change: AccrualChange) =>
+    Promise.all([agents.accrued(orgId, change.spends), change.changed.length ? agents.invalidate(orgId, change.changed) : undefined]),
+  );
 
   r.post('/traces/ingest', {
     bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
@@ -62,7 +66,7 @@ export async function traceRoutes(app: FastifyInstance) {
     },
   }, async (req, reply) => {
     const length = Number(req.headers['content-length']);
-    const result = await ingestTraces({ db, pricing, subscriptions, clock, agentsChanged }, principalOf(req), req.body.traces, Number.isFinite(length) ? length : undefined);
+    const result = await ingestTraces({ db, pricing, subscriptions, clock, committed }, principalOf(req), req.body.traces, Number.isFinite(length) ? length : undefined);
     return reply.code(202).send(result);
   });
 

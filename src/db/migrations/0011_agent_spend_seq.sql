@@ -1,0 +1,1 @@
+ALTER TABLE "agents" ADD COLUMN "spend_seq" bigint DEFAULT 0 NOT NULL;
