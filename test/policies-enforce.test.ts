@@ -8,6 +8,9 @@ import { createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { enforceDecisionSchema } from '../src/domains/policies/enforce-schemas.js';
+import { dataSchema } from '../src/http/envelope.js';
+import { strictCopy } from '../src/http/strict-input.js';
 import { afterAll, beforeAll, describe, expect, it } from './fixture.js';
 import { createKey, createOrg, withTestApp, type TestApp, type TestOrg } from './helpers.js';
 
@@ -26,9 +29,14 @@ async function policy(o: Org, policyType: string, ruleDefinition: Record<string,
 }
 const enforce = (o: Org, payload: Record<string, unknown>, key?: string) => o.req({ method: 'POST', url: ENFORCE, payload, key });
 const action = (name = 'search', extra: Record<string, unknown> = {}) => ({ type: 'tool_call', name, ...extra });
+// The route writes its 200 with JSON.stringify (plainOkSerializer, no zod pass): every answer decided
+// here must hold exactly the documented keys and formats, at every level.
+const exactAnswer = strictCopy(dataSchema(enforceDecisionSchema));
 async function decide(o: Org, payload: Record<string, unknown>) {
   const res = await enforce(o, payload);
   expect(res.statusCode, res.body).toBe(200);
+  const checked = exactAnswer.safeParse(res.json());
+  expect(checked.success, JSON.stringify(checked.error?.issues)).toBe(true);
   return res.json().data as { decision: string; allowed: boolean; violations: { code: string; policyId: string | null; enforcementMode: string }[]; warnings: { code: string }[]; evaluatedPolicies: number; decisionId: string; evaluationMs: number; accessGrantId?: string };
 }
 // What the route hands to the decision log, per app: `record` is wrapped (and still called).

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { performance } from 'node:perf_hooks';
-import { conflictResponse, dataSchema, errorResponses, notFoundResponse, one, page, pageSchema } from '../../http/envelope.js';
+import { conflictResponse, dataSchema, errorResponses, notFoundResponse, one, page, pageSchema, plainOkSerializer } from '../../http/envelope.js';
 import { auditContext, principalOf } from '../../http/context.js';
 import { idParams } from '../../http/validation.js';
 import { createPolicyInput, listPoliciesQuery, policySchema, policyWithSecretSchema, testPolicyInput, updatePolicyInput } from './schemas.js';
@@ -45,6 +45,7 @@ export async function policyRoutes(app: FastifyInstance) {
   r.post('/policies/enforce', {
     config: { auth: enforceAuth },
     bodyLimit: ENFORCE_BODY_LIMIT_BYTES,
+    serializerCompiler: plainOkSerializer,
     schema: {
       tags,
       operationId: 'policies.enforce',
