@@ -1,9 +1,8 @@
 /**
  * The decision log's buffer (docs/decisions.md, "Decision log and policy stats"). `record` is the
- * enforce path's call: a push, no I/O, never throws. A flush drains what was recorded into three
- * bounded stores (rows of deny and require_approval decisions, counter increments aggregated per
- * (organization, policy, agent, hour), and the decisions' events) and writes them in ONE
- * transaction. A failed flush keeps them for the next one, within the bounds; past a bound the
+ * enforce path's call: no I/O, never throws; it adds the decision to three bounded stores (rows of
+ * deny and require_approval decisions, counter increments aggregated per (organization, policy,
+ * agent, hour), and the decisions' events). A flush writes what they hold in ONE transaction. A failed flush keeps them for the next one, within the bounds; past a bound the
  * oldest rows and events are dropped, counted, and reported by the flush task: the log fails
  * open, since every decision it holds was already answered.
  */
@@ -43,8 +42,8 @@ export interface DecisionLogOptions {
   /** Which event types some webhook wants (default: nobody, until webhooks exist). */
   subscriptions?: Subscriptions;
   /**
-   * Decisions recorded between drains, and rows and events held across failed flushes: past it
-   * record() drains at once and starts a flush, and the oldest held rows and events are dropped.
+   * Rows and events held (across failed flushes too): reaching it, record() starts a flush, and
+   * the oldest held rows and events beyond it are dropped.
    */
   maxBuffered?: number;
   /** Distinct counter keys held across failed flushes; past it new keys are dropped. */
@@ -60,7 +59,7 @@ export interface DecisionLogCounts {
   droppedCounts: number;
   /** Rows of batches the database refused for good (a data error): never retried. */
   discardedRows: number;
-  /** Records skipped at drain as malformed (a caller's bug: an id that is no uuid, a time that is no date). */
+  /** Records skipped as malformed (a caller's bug: an id that is no uuid, a time that is no date). */
   skippedInvalid: number;
   failedFlushes: number;
 }
@@ -90,7 +89,6 @@ const DENY = 3;
 
 /** The buffered decision log of one process. */
 export class DecisionLog {
-  private pending: DecisionRecordInput[] = [];
   private rows: DecisionRow[] = [];
   private counters = new Map<string, CounterGroup>();
   private counterKeys = 0;
@@ -113,13 +111,19 @@ export class DecisionLog {
     this.maxCounterKeys = Math.max(1, opts.maxCounterKeys ?? this.maxBuffered * 10);
   }
 
-  /** Buffers one decision: synchronous, no I/O, never throws (amortized O(1): a full buffer is drained in one pass). */
+  /**
+   * Takes one decision: synchronous, no I/O, never throws. Its counts are added at once (the
+   * decision's objects are hot in the cache now, and nothing of an allow decision is kept for the
+   * flush: no drain of a second's decisions blocks the event loop at flush, and less survives
+   * into the old generation); a deny or require_approval becomes a row, its events are held.
+   * Past `maxBuffered` held rows or events a flush starts, and the oldest beyond it are dropped.
+   */
   record(input: DecisionRecordInput): void {
     try {
-      this.pending.push(input);
       this.counts.recorded++;
-      if (this.pending.length >= this.maxBuffered) {
-        this.drain();
+      this.take(input);
+      if (this.rows.length >= this.maxBuffered || this.events.length >= this.maxBuffered) {
+        this.trim();
         // Deliberately not awaited: the caller's decision is answered regardless (fail open).
         if (!this.flushing) void this.flush().catch(() => undefined);
       }
@@ -128,9 +132,9 @@ export class DecisionLog {
     }
   }
 
-  /** Decisions, rows, counter keys and events held right now (not yet written). */
+  /** Rows, counter keys and events held right now (not yet written). */
   held() {
-    return { pending: this.pending.length, rows: this.rows.length, counterKeys: this.counterKeys, events: this.events.length };
+    return { rows: this.rows.length, counterKeys: this.counterKeys, events: this.events.length };
   }
 
   /**
@@ -171,7 +175,6 @@ export class DecisionLog {
   private async flushOnce() {
     this.flushing = true;
     try {
-      this.drain();
       if (this.rows.length === 0 && this.counterKeys === 0 && this.events.length === 0) return;
       const rows = this.rows;
       const events = this.events;
@@ -215,29 +218,18 @@ export class DecisionLog {
     return events.filter((_, i) => keep[i]);
   }
 
-  /** Moves recorded decisions into the held rows, counters and events, then applies the bounds. */
-  private drain() {
-    const batch = this.pending;
-    if (batch.length === 0) return;
-    this.pending = [];
-    for (const d of batch) {
-      try {
-        // What the database would refuse is left out here, so one bad record cannot fail a whole batch.
-        if (!wellFormed(d)) {
-          this.counts.skippedInvalid++;
-          continue;
-        }
-        this.count(d);
-        if (d.decision !== 'allow') this.rows.push(toRow(d));
-        for (const e of d.events) {
-          if (KNOWN_EVENTS.has(e.type)) this.events.push({ organizationId: d.organizationId, agentId: d.agentId, type: e.type, data: e.data });
-        }
-      } catch {
-        // A malformed record (a caller's bug) is skipped, never allowed to lose the rest of the batch.
-        this.counts.skippedInvalid++;
-      }
+  /** Adds one decision to the held counters, rows and events. */
+  private take(d: DecisionRecordInput) {
+    // What the database would refuse is left out here, so one bad record cannot fail a whole batch.
+    if (!wellFormed(d)) {
+      this.counts.skippedInvalid++;
+      return;
     }
-    this.trim();
+    this.count(d);
+    if (d.decision !== 'allow') this.rows.push(toRow(d));
+    for (const e of d.events) {
+      if (KNOWN_EVENTS.has(e.type)) this.events.push({ organizationId: d.organizationId, agentId: d.agentId, type: e.type, data: e.data });
+    }
   }
 
   /**
