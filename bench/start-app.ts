@@ -25,17 +25,19 @@ export interface BenchApp {
 
 /**
  * Starts the app on `env` (the process environment plus overrides). `jobs: true` starts it as the
- * server does (src/jobs/process.ts: the job runner and the usage flush run too); otherwise buildApp alone.
+ * server does (src/jobs/process.ts: the job runner, the usage flush and the modules' local tasks run
+ * too); otherwise buildApp alone. `routes` adds the benchmark's own routes before the app is ready.
  */
-export async function startBenchApp(opts: { env?: Record<string, string | undefined>; dataDir?: string | null; jobs?: boolean } = {}): Promise<BenchApp> {
+export async function startBenchApp(opts: { env?: Record<string, string | undefined>; dataDir?: string | null; jobs?: boolean; routes?: (app: FastifyInstance) => void } = {}): Promise<BenchApp> {
   const config = parseConfig({ ...process.env, ...opts.env });
   const dataDir = config.DATABASE_URL ? null : (opts.dataDir ?? null);
   const database = await openDatabase({ url: config.DATABASE_URL, dataDir, poolSize: config.DATABASE_POOL_SIZE });
   await database.migrate();
   const state = config.REDIS_URL ? await redisState(config.REDIS_URL) : memoryState();
   const container = assemble({ config, database, state });
-  const proc = opts.jobs ? await startProcess(container) : undefined;
+  const proc = opts.jobs ? await startProcess(container, { jobs: (_runner, app) => opts.routes?.(app) }) : undefined;
   const app = proc ? proc.app : await buildApp(container);
+  if (!proc) opts.routes?.(app);
   const { organization, key } = await createOrganization(database.db, { name: `Bench ${new Date().toISOString()} ${process.pid}` });
   return {
     app,
