@@ -3,7 +3,7 @@
  * included) plus one bare route beside it, `POST /api/v1/bench/bare`, with enforce's own auth
  * config (scope policy:read, the enforce rate-limit class) and body schema, answering a constant:
  * the same authentication, rate limiting, body parsing and validation, no policy work. Reports `{ port, key, orgId }`
- * over IPC; answers 'cpu' with its CPU time.
+ * over IPC; answers `cpu` with its CPU time and `stalls` with its event-loop delay and GC pauses since the last ask.
  */
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { enforceRequestSchema } from '../src/domains/policies/enforce-schemas.js';

@@ -5,7 +5,8 @@
  * answer), in the same run, with autocannon:
  *  1. saturation: requests/s and p50/p99 of each, and their ratio (target >= 0.5);
  *  2. a fixed rate of BENCH_RATE (1,000) requests/s on enforce (autocannon `overallRate`): p99 (target < 10 ms);
- *  3. the route's own Server-Timing split (agent read, policy evaluation) over sequential requests.
+ *  3. the route's own Server-Timing split (agent read, policy evaluation) over sequential requests;
+ *  and what stalled the server during the fixed-rate run (event-loop delay, GC pauses).
  * On PGlite, then on PostgreSQL when DATABASE_URL is set (with Redis when REDIS_URL is set).
  * Env: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, 3), BENCH_CONNECTIONS (10), BENCH_RATE (1000).
  * The server runs in a child process (bench/enforce-server.ts). Figures: docs/decisions.md, "Enforce route".
@@ -26,6 +27,8 @@ interface Server {
   key: string;
   db: string;
   cpu(): Promise<number>;
+  /** Event-loop delay and GC pauses in the server since the last call. */
+  stalls(): Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -50,6 +53,11 @@ async function startServer(extraEnv: Record<string, string>): Promise<Server> {
       proc.send({ cmd: 'cpu' });
       const { cpu } = await a;
       return (cpu.user + cpu.system) / 1000;
+    },
+    stalls: async () => {
+      const a = next<{ stalls: Record<string, number> }>();
+      proc.send({ cmd: 'stalls' });
+      return (await a).stalls;
     },
     stop: async () => {
       proc.kill(env.BENCH_PROF ? 'SIGINT' : 'SIGKILL');
@@ -117,12 +125,15 @@ async function bench(label: string, extraEnv: Record<string, string>) {
     const split = await timings(`${base}/api/v1/policies/enforce`, body, headers);
     const enforce = await run('enforce', server, `${base}/api/v1/policies/enforce`, body, headers);
     const bare = await run('bare route', server, `${base}/api/v1/bench/bare`, body, headers);
+    await server.stalls();
     const fixed = await run(`enforce at ${RATE}/s`, server, `${base}/api/v1/policies/enforce`, body, headers, { overallRate: RATE });
+    const stalls = await server.stalls();
     console.log('  route'.padEnd(26) + 'req/s'.padStart(9) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9) + 'CPU ms/req'.padStart(12) + 'non-2xx'.padStart(9));
     for (const r of [enforce, bare, fixed]) console.log(`  ${r.name.padEnd(24)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(9)}${String(r.p99).padStart(9)}${r.cpuPerReq.toFixed(3).padStart(12)}${String(r.non2xx).padStart(9)}`);
     const ratio = enforce.rps / bare.rps;
     console.log(`  ratio enforce / bare: ${ratio.toFixed(2)} (target >= 0.5)${ratio >= 0.5 ? '' : '  MISSED'}`);
     console.log(`  p99 at ${RATE}/s: ${fixed.p99} ms (target < 10 ms)${fixed.p99 < 10 ? '' : '  MISSED'}; achieved ${fixed.rps.toFixed(0)}/s`);
+    console.log(`  server during the ${RATE}/s run (warm-up included): event-loop delay p99 ${stalls.loopP99Ms} ms, max ${stalls.loopMaxMs} ms; ${stalls.gcCount} GC pauses, ${stalls.gcTotalMs} ms in all, longest ${stalls.gcMaxMs} ms (${stalls.gcMajor} full, longest ${stalls.gcMajorMaxMs} ms); heap ${stalls.heapMb} MB`);
     console.log(`  Server-Timing over 300 sequential requests: ${split.join('; ')}`);
   } finally {
     await server.stop();
