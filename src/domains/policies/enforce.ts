@@ -25,7 +25,7 @@ import type { DecisionRecordInput } from '../policy-decisions/index.js';
 import { qualityAggregate, type QualityMetric } from '../traces/index.js';
 import type { PolicySnapshot } from './cache.js';
 import type { EnforceDecision, EnforceRequest } from './enforce-schemas.js';
-import { compileAll, compilePolicy, createHttpValidator, decide, type CompiledPolicy, type Decision, type EngineContext, type ValidatorAnswer } from './engine/index.js';
+import { compileAll, compilePolicy, createHttpValidator, decide, type CompiledPolicy, type Decision, type EngineContext, type GrantQuery, type ValidatorAnswer } from './engine/index.js';
 import { validatorSecretOf } from './service.js';
 import { newValidatorSecret, signValidatorCall } from './validator-signing.js';
 
@@ -65,6 +65,12 @@ export interface EnforceServiceDeps {
 }
 
 const OUTBOX_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
+
+/** What a dry run changes in the context: a one-off validator secret and a throwaway window state. */
+interface DryRunContext {
+  secret: string;
+  state: SharedState;
+}
 const ms = (x: number) => Math.round(x * 1000) / 1000;
 
 /** Builds the enforce and dry-run functions over their dependencies (one per app). */
@@ -72,12 +78,11 @@ export function createEnforceService(deps: EnforceServiceDeps) {
   const { db, state, clock } = deps;
 
   // Compiled policies per organization, rebuilt only when the snapshot's version moves.
-  const compiled = new LRUCache<string, { version: number; policies: CompiledPolicy[]; versions: Map<string, string> }>({ max: COMPILED_MAX });
+  const compiled = new LRUCache<string, { version: number; policies: CompiledPolicy[] }>({ max: COMPILED_MAX });
   const compiledFor = (orgId: string, snap: PolicySnapshot) => {
     let c = compiled.get(orgId);
     if (!c || c.version !== snap.version) {
-      const policies = compileAll(snap.policies);
-      c = { version: snap.version, policies, versions: new Map(snap.policies.map((p) => [p.id, p.updatedAt])) };
+      c = { version: snap.version, policies: compileAll(snap.policies) };
       compiled.set(orgId, c);
     }
     return c;
@@ -108,33 +113,56 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     createHttpValidator({ allowPrivate: deps.config.allowPrivateTargets, sign: secret ? (b) => signValidatorCall(secret, b, clock.now()) : undefined })(url, body, timeoutMs);
 
   /** The context of one decision (docs/decisions.md, "Enforce route": where each piece comes from). */
-  function context(orgId: string, agent: EnforcementAgent, versions: Map<string, string>, dryRun: { secret: string; state: SharedState } | null): EngineContext {
-    const windows = dryRun?.state ?? state;
-    // One fresh read per decision however many budget_cap policies ask (docs/decisions.md, "Enforce route").
-    let spend: Promise<number> | undefined;
-    return {
-      agent,
-      now: () => clock.now(),
-      monthSpend: (agentId) => (spend ??= deps.monthSpend(orgId, agentId)),
-      qualityAggregate(agentId, metric, windowMinutes) {
-        const key = `${orgId}|${agentId}|${metric}|${windowMinutes}`;
-        const hit = quality.peek(key);
-        return hit ? hit.v : quality.get(key).then((x) => x!.v);
-      },
-      liveGrant: (q) => findLiveGrant(db, orgId, { agentId: q.agentId, action: q.action, resource: q.resource, parametersDigest: q.parametersDigest }, clock.now()).then((g) => g !== null),
-      windowHit: (key, windowSeconds, max) =>
-        windows.slidingHit(`policy-window:${orgId}:${key}`, windowSeconds * 1000, clock.now().getTime()).then(
-          (estimate) => estimate <= max,
-          // Fail open, as the rate limiter does: a shared-state outage must not deny every request.
-          () => true,
-        ),
-      async callValidator(url, body, timeoutMs, policyId) {
-        if (dryRun) return post(url, body, timeoutMs, dryRun.secret);
-        const version = policyId ? versions.get(policyId) : undefined;
-        const secret = policyId && version ? (await secrets.get(`${orgId}|${policyId}|${version}`))!.s : null;
-        return post(url, body, timeoutMs, secret);
-      },
-    };
+  const context = (orgId: string, agent: EnforcementAgent, policies: readonly CompiledPolicy[], dryRun: DryRunContext | null): EngineContext =>
+    new DecisionContext(orgId, agent, policies, dryRun);
+
+  /**
+   * One decision's context: a class rather than an object of closures, so a request allocates one
+   * object (the hot path builds one per request). Reads the service's caches and dependencies.
+   */
+  class DecisionContext implements EngineContext {
+    // One read per decision however many budget_cap policies ask (docs/decisions.md, "Enforce route").
+    private spend: Promise<number> | undefined;
+    constructor(
+      private readonly orgId: string,
+      readonly agent: EnforcementAgent,
+      private readonly policies: readonly CompiledPolicy[],
+      private readonly dryRun: DryRunContext | null,
+    ) {}
+
+    now() {
+      return clock.now();
+    }
+
+    monthSpend(agentId: string) {
+      return (this.spend ??= deps.monthSpend(this.orgId, agentId));
+    }
+
+    qualityAggregate(agentId: string, metric: QualityMetric, windowMinutes: number) {
+      const key = `${this.orgId}|${agentId}|${metric}|${windowMinutes}`;
+      const hit = quality.peek(key);
+      return hit ? hit.v : quality.get(key).then((x) => x!.v);
+    }
+
+    liveGrant(q: GrantQuery) {
+      return findLiveGrant(db, this.orgId, { agentId: q.agentId, action: q.action, resource: q.resource, parametersDigest: q.parametersDigest }, clock.now()).then((g) => g !== null);
+    }
+
+    windowHit(key: string, windowSeconds: number, max: number) {
+      return (this.dryRun?.state ?? state).slidingHit(`policy-window:${this.orgId}:${key}`, windowSeconds * 1000, clock.now().getTime()).then(
+        (estimate) => estimate <= max,
+        // Fail open, as the rate limiter does: a shared-state outage must not deny every request.
+        () => true,
+      );
+    }
+
+    async callValidator(url: string, body: string, timeoutMs: number, policyId?: string) {
+      if (this.dryRun) return post(url, body, timeoutMs, this.dryRun.secret);
+      // The policy's version names its secret (rotation bumps updatedAt): looked up only on a call.
+      const version = policyId ? this.policies.find((p) => p.def.id === policyId)?.def.updatedAt : undefined;
+      const secret = policyId && version ? (await secrets.get(`${this.orgId}|${policyId}|${version}`))!.s : null;
+      return post(url, body, timeoutMs, secret);
+    }
   }
 
   /** The agent the request names, visible to the caller; 404 otherwise (another agent's key learns nothing). */
@@ -164,7 +192,7 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     const [agent, snap] = await Promise.all([agentFor(who, req.agentId), deps.snapshot(orgId)]);
     const t1 = performance.now();
     const c = compiledFor(orgId, snap);
-    const out = decide(c.policies, req, context(orgId, agent, c.versions, null));
+    const out = decide(c.policies, req, context(orgId, agent, c.policies, null));
     const d = out instanceof Promise ? await out : out;
     const t2 = performance.now();
     let accessGrantId: string | null = null;
@@ -209,7 +237,7 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     const agent = await agentFor(who, req.agentId);
     const t1 = performance.now();
     const compiledOne = compilePolicy(policy);
-    const out = decide([compiledOne], req, context(who.organizationId, agent, new Map(), { secret: newValidatorSecret(), state: memoryState() }));
+    const out = decide([compiledOne], req, context(who.organizationId, agent, [compiledOne], { secret: newValidatorSecret(), state: memoryState() }));
     const d = out instanceof Promise ? await out : out;
     const t2 = performance.now();
     const evaluationMs = ms(t2 - t0);
