@@ -316,6 +316,16 @@ describe('findLiveGrant', () => {
     expect(await find('tool_x')).toBeNull();
   });
 
+  it('a grant whose glob holds only escapes (no wildcard) is found: the SQL prefilter keeps rows with a backslash', async ({ app, org }) => {
+    const agent = await newAgent(org);
+    // `deploy\.prod` is the literal "deploy.prod", spelled with an escape: not equal to the escaped literal of the action.
+    const res = await call(org, { method: 'POST', url: BASE, payload: { agentId: agent, action: 'deploy\\.prod', ttlSeconds: 600, reason: 'r' } });
+    expect(res.statusCode, res.body).toBe(201);
+    const find = (action: string) => findLiveGrant(app.container.db, org.orgId, { agentId: agent, action }, app.clock.now());
+    expect(await find('deploy.prod')).toMatchObject({ action: 'deploy\\.prod' });
+    expect(await find('deploy_prod')).toBeNull();
+  });
+
   it('a pending or denied grant is not live', async ({ app, org }) => {
     const agent = await newAgent(org);
     const g = await pending(app, org, { agentId: agent, action: 'wait' });
