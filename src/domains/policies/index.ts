@@ -10,6 +10,7 @@ export type { PolicySnapshot } from './cache.js';
 export type { EnforceDecision, EnforceRequest } from './enforce-schemas.js';
 // The glob matcher, which access grants use too (docs/decisions.md, "Access grants").
 export { compileGlob, globProblem, MAX_GLOB_LENGTH, type Glob } from './glob.js';
+export { globInput } from './rules.js';
 // The digest a bound grant stores and the engine computes: one definition for both.
 export { parametersDigest } from './parameters-digest.js';
 // What the decision log stores and the stats read (docs/decisions.md, "Decision log and policy stats").

@@ -5,6 +5,7 @@
  * ("Policy detectors").
  */
 import { z } from 'zod';
+import { str } from '../../http/validation.js';
 import { globProblem, MAX_GLOB_LENGTH } from './glob.js';
 import { MAX_PATTERN_LENGTH, regexProblem } from './regex-safety.js';
 
@@ -33,18 +34,16 @@ export const QUALITY_METRICS = ['error_rate', 'p95_duration_ms'] as const;
 const MAX_GLOBS = 100;
 const MAX_PATTERNS = 20;
 
-/** A string of at most `max` characters that `problem` accepts (null); its message otherwise, after `label`. */
+/** A storable string of at most `max` characters that `problem` accepts (null); its message otherwise, after `label`. */
 const checked = (max: number, problem: (s: string) => string | null, label: string) =>
-  z
-    .string()
-    .max(max)
-    .superRefine((s, ctx) => {
-      const p = problem(s);
-      if (p) ctx.addIssue({ code: 'custom', message: `${label} ${p}` });
-    });
+  str(0, max).superRefine((s, ctx) => {
+    const p = problem(s);
+    if (p) ctx.addIssue({ code: 'custom', message: `${label} ${p}` });
+  });
 
-const glob = checked(MAX_GLOB_LENGTH, globProblem, 'glob');
-const globs = z.array(glob).max(MAX_GLOBS);
+/** A glob as input (policy rules, access grants): not empty (documented as minLength 1), storable, and accepted by globProblem. */
+export const globInput = checked(MAX_GLOB_LENGTH, globProblem, 'glob').min(1, 'glob must not be empty');
+const globs = z.array(globInput).max(MAX_GLOBS);
 const pattern = checked(MAX_PATTERN_LENGTH, regexProblem, 'pattern');
 
 const accessControl = z
@@ -65,7 +64,7 @@ const dataRestriction = z
   .refine((r) => r.detect.length > 0 || (r.patterns?.length ?? 0) > 0, { message: 'detect or patterns must name at least one detector', path: ['detect'] });
 
 const actionApproval = z.strictObject({
-  actions: z.array(glob).min(1).max(MAX_GLOBS),
+  actions: z.array(globInput).min(1).max(MAX_GLOBS),
   grantTtlSeconds: z.number().int().min(60).max(30 * 86_400).optional(),
   bindParameters: z.boolean().optional(),
 });
