@@ -39,8 +39,8 @@ export const createAccessGrantInput = z
   .object({
     agentId: z.uuid(),
     // Globs of src/domains/policies/glob.ts, refused at input when they cannot compile or be stored.
-    action: globInput,
-    resource: globInput.optional(),
+    action: globInput(),
+    resource: globInput().optional(),
     expiresAt: isoDateTime().optional().describe('When the grant ends; give this or ttlSeconds'),
     ttlSeconds: z.number().int().min(MIN_TTL_SECONDS).max(MAX_TTL_SECONDS).optional().describe('Lifetime from now; give this or expiresAt'),
     reason: str(1, 1000),

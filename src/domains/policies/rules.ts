@@ -5,8 +5,8 @@
  * ("Policy detectors").
  */
 import { z } from 'zod';
-import { str } from '../../http/validation.js';
-import { globProblem, MAX_GLOB_LENGTH } from './glob.js';
+import { checkedString } from '../../http/validation.js';
+import { globInput } from './glob.js';
 import { MAX_PATTERN_LENGTH, regexProblem } from './regex-safety.js';
 
 export const POLICY_TYPES = [
@@ -34,17 +34,9 @@ export const QUALITY_METRICS = ['error_rate', 'p95_duration_ms'] as const;
 const MAX_GLOBS = 100;
 const MAX_PATTERNS = 20;
 
-/** A storable string of at most `max` characters that `problem` accepts (null); its message otherwise, after `label`. */
-const checked = (max: number, problem: (s: string) => string | null, label: string) =>
-  str(0, max).superRefine((s, ctx) => {
-    const p = problem(s);
-    if (p) ctx.addIssue({ code: 'custom', message: `${label} ${p}` });
-  });
-
-/** A glob as input (policy rules, access grants): not empty (documented as minLength 1), storable, and accepted by globProblem. */
-export const globInput = checked(MAX_GLOB_LENGTH, globProblem, 'glob').min(1, 'glob must not be empty');
-const globs = z.array(globInput).max(MAX_GLOBS);
-const pattern = checked(MAX_PATTERN_LENGTH, regexProblem, 'pattern');
+const glob = globInput();
+const globs = z.array(glob).max(MAX_GLOBS);
+const pattern = checkedString(MAX_PATTERN_LENGTH, regexProblem, 'pattern');
 
 const accessControl = z
   .strictObject({
@@ -64,7 +56,7 @@ const dataRestriction = z
   .refine((r) => r.detect.length > 0 || (r.patterns?.length ?? 0) > 0, { message: 'detect or patterns must name at least one detector', path: ['detect'] });
 
 const actionApproval = z.strictObject({
-  actions: z.array(globInput).min(1).max(MAX_GLOBS),
+  actions: z.array(glob).min(1).max(MAX_GLOBS),
   grantTtlSeconds: z.number().int().min(60).max(30 * 86_400).optional(),
   bindParameters: z.boolean().optional(),
 });
