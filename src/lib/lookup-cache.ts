@@ -7,6 +7,10 @@
  * own `fetch` coalesces too, but rejects the waiters when an invalidation aborts the load; here an
  * invalidation during a load only stops its result from being stored). Docs: docs/decisions.md,
  * "Security hardening".
+ *
+ * SharedLookupCache adds coherence across instances over the shared state's pub/sub, and
+ * followInvalidations is its subscription half for caches of other shapes (docs/decisions.md,
+ * "Shared building blocks (one copy each)").
  */
 import { LRUCache } from 'lru-cache';
 import type { SharedState } from './shared-state.js';
