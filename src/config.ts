@@ -95,6 +95,10 @@ const schema = z.object({
   TRACE_COUNT_EXACT_LIMIT: int(10_000, 0),
   /** Traces older than this many days (by their timestamp) are deleted by the retention job; 0 keeps them forever. */
   TRACE_RETENTION_DAYS: int(0, 0, 36_500),
+  /** Policy decision rows (GET /policies/decisions) older than this many days are deleted by the retention job; 0 keeps them forever. */
+  DECISION_RETENTION_DAYS: int(90, 0, 36_500),
+  /** Processed outbox events older than this many days are deleted by the retention job (pending ones never); 0 keeps them forever. */
+  OUTBOX_RETENTION_DAYS: int(7, 0, 36_500),
   /** Largest accepted body of POST /traces/ingest (100 items with large inputs/outputs). */
   INGEST_BODY_LIMIT_BYTES: int(32 * 1024 * 1024, 1024),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

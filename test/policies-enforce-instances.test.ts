@@ -5,28 +5,18 @@
  * or an update on A is seen by B within a second (pub/sub), a spent budget at once (fresh read).
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
+import { expect, it } from 'vitest';
+import { createOrg, type TestApp, type TestOrg } from './helpers.js';
+import { describeOnTwoInstances } from './instances.js';
 
 const onB = (b: TestApp, org: TestOrg) => (payload: Record<string, unknown>) =>
   b.app.inject({ method: 'POST', url: '/api/v1/policies/enforce', headers: { 'x-api-key': org.key }, payload });
 
-describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)('enforce on two instances (PostgreSQL + Redis)', () => {
-  let a: TestApp;
-  let b: TestApp;
-  beforeAll(async () => {
-    a = await createTestApp();
-    b = await createTestApp(); // the same file database, its own Redis connections
-  });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-  });
-
+describeOnTwoInstances('enforce on two instances (PostgreSQL + Redis)', (apps) => {
   it("a policy created through A changes B's decision within a second", async () => {
-    const org = await createOrg(a);
+    const org = await createOrg(apps.a);
     const agent = (await org.req({ method: 'POST', url: '/api/v1/agents', payload: { agentId: `a-${randomUUID()}`, name: 'a', type: 'chatbot', platform: 'openai', environment: 'production' } })).json().data;
-    const enforceB = onB(b, org);
+    const enforceB = onB(apps.b, org);
     const body = { agentId: agent.id, action: { type: 'tool_call', name: 'drop_table' } };
     expect((await enforceB(body)).json().data.decision).toBe('allow'); // B caches the empty policy list
     const created = await org.req({ method: 'POST', url: '/api/v1/policies', payload: { name: 'no drops', policyType: 'access_control', ruleDefinition: { denyActions: ['drop_*'] }, enforcementMode: 'block' } });
@@ -42,13 +32,13 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)('enforce on
   });
 
   it('a window limit counts the matches of both instances', async () => {
-    const org = await createOrg(a);
+    const org = await createOrg(apps.a);
     const agent = (await org.req({ method: 'POST', url: '/api/v1/agents', payload: { agentId: `a-${randomUUID()}`, name: 'a', type: 'chatbot', platform: 'openai', environment: 'production' } })).json().data;
     await org.req({ method: 'POST', url: '/api/v1/policies', payload: { name: 'two', policyType: 'cost_limit', ruleDefinition: {}, enforcementMode: 'block', maxRequests: 2, timeWindowSeconds: 3600 } });
     const body = { agentId: agent.id, action: { type: 'tool_call', name: 'x' } };
     const onA = (payload: Record<string, unknown>) => org.req({ method: 'POST', url: '/api/v1/policies/enforce', payload });
     expect((await onA(body)).json().data.decision).toBe('allow');
-    expect((await onB(b, org)(body)).json().data.decision).toBe('allow');
+    expect((await onB(apps.b, org)(body)).json().data.decision).toBe('allow');
     expect((await onA(body)).json().data.violations[0].code).toBe('limit.exceeded');
   });
   // Polls B until `want` or a second has passed; answers the last code and how long it took.
@@ -65,9 +55,9 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)('enforce on
   }
 
   it('a pause on A is denied by B within a second (agent cache invalidated through pub/sub)', async () => {
-    const org = await createOrg(a);
+    const org = await createOrg(apps.a);
     const agent = (await org.req({ method: 'POST', url: '/api/v1/agents', payload: { agentId: `a-${randomUUID()}`, name: 'a', type: 'chatbot', platform: 'openai', environment: 'production' } })).json().data;
-    const enforceB = onB(b, org);
+    const enforceB = onB(apps.b, org);
     const body = { agentId: agent.agentId, action: { type: 'tool_call', name: 'x' } };
     expect((await enforceB(body)).json().data.decision).toBe('allow'); // B caches the agent
     expect((await org.req({ method: 'POST', url: `/api/v1/agents/${agent.id}/pause` })).statusCode).toBe(200);
@@ -77,10 +67,10 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)('enforce on
   });
 
   it("an update on A reaches B's request.agent within a second", async () => {
-    const org = await createOrg(a);
+    const org = await createOrg(apps.a);
     const agent = (await org.req({ method: 'POST', url: '/api/v1/agents', payload: { agentId: `a-${randomUUID()}`, name: 'a', type: 'chatbot', platform: 'openai', environment: 'production' } })).json().data;
     await org.req({ method: 'POST', url: '/api/v1/policies', payload: { name: 'tagged', policyType: 'custom', ruleDefinition: { expression: "'frozen' in request.agent.tags" }, enforcementMode: 'block' } });
-    const enforceB = onB(b, org);
+    const enforceB = onB(apps.b, org);
     const body = { agentId: agent.id, action: { type: 'tool_call', name: 'x' } };
     expect((await enforceB(body)).json().data.decision).toBe('allow'); // B caches the agent
     expect((await org.req({ method: 'PATCH', url: `/api/v1/agents/${agent.id}`, payload: { tags: ['frozen'] } })).statusCode).toBe(200);
@@ -90,14 +80,14 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)('enforce on
   });
 
   it('a budget spent through ingest on A is denied by B at once (budget_cap reads the spend fresh)', async () => {
-    const org = await createOrg(a);
+    const org = await createOrg(apps.a);
     const agent = (await org.req({ method: 'POST', url: '/api/v1/agents', payload: { agentId: `a-${randomUUID()}`, name: 'a', type: 'chatbot', platform: 'openai', environment: 'production' } })).json().data;
     await org.req({ method: 'POST', url: '/api/v1/policies', payload: { name: 'cap', policyType: 'budget_cap', ruleDefinition: { maxMonthlyCostUsd: 1 }, enforcementMode: 'block' } });
-    const enforceB = onB(b, org);
+    const enforceB = onB(apps.b, org);
     const body = { agentId: agent.id, action: { type: 'tool_call', name: 'x' } };
     expect((await enforceB(body)).json().data.decision).toBe('allow'); // B caches the agent
     // A publishes nothing for this ingest: B's cached agent stays at spend 0, only the fresh read can deny.
-    const agentsA = a.container.services.agents;
+    const agentsA = apps.a.container.services.agents;
     const invalidate = agentsA.invalidate;
     agentsA.invalidate = async () => {};
     try {

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe as plainDescribe } from 'vitest';
 import { describe, expect, it } from './fixture.js';
-import { createKey, createOrg, createTestApp, type TestApp, type TestOrg } from './helpers.js';
+import { createKey, createOrg, type TestOrg } from './helpers.js';
+import { describeOnTwoInstances } from './instances.js';
 
 type Org = TestOrg;
 const base = { name: 'No PII out', policyType: 'data_restriction', ruleDefinition: { detect: ['email'], scope: 'output' }, enforcementMode: 'block' };
@@ -224,19 +224,9 @@ describe('active policies cache', () => {
 });
 
 // Two instances on one PostgreSQL and one Redis: a change through A reaches B's cache over pub/sub.
-plainDescribe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)('active policies on two instances (PostgreSQL + Redis)', () => {
-  let a: TestApp;
-  let b: TestApp;
-  beforeAll(async () => {
-    a = await createTestApp();
-    b = await createTestApp(); // the same file database, its own Redis connections
-  });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-  });
-
+describeOnTwoInstances('active policies on two instances (PostgreSQL + Redis)', (apps) => {
   it('a change through one instance is seen by the other within a second', async () => {
+    const { a, b } = apps;
     const org = await createOrg(a);
     const onB = () => b.container.services.policies.activePolicies(org.orgId);
     expect(await onB()).toEqual([]); // B caches the empty list

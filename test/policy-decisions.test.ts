@@ -8,6 +8,7 @@ import { and, eq } from 'drizzle-orm';
 import { outboxEvents } from '../src/db/schema/index.js';
 import type { Db } from '../src/db/client.js';
 import { DecisionLog, type DecisionRecordInput } from '../src/domains/policy-decisions/index.js';
+import { deleteExpiredDecisions } from '../src/domains/policy-decisions/service.js';
 import type { TaskLogger } from '../src/core/module.js';
 import { vi } from 'vitest';
 import { parseConfig } from '../src/config.js';
@@ -315,6 +316,39 @@ describe('counter retention', () => {
       app.clock.advance(-100 * HOUR);
     }
     expect(await denies()).toBeUndefined();
+  });
+});
+
+describe('decision retention (DECISION_RETENTION_DAYS, default 90)', () => {
+  const DAY = 24 * HOUR;
+
+  it('deletes decision rows older than the cutoff at the injected clock, in bounded runs; keeps the newer ones', async ({ app, freshOrg }) => {
+    await usePolicies(freshOrg);
+    const now = app.clock.now().getTime();
+    const at = (days: number) => denied(freshOrg, new Date(now - days * DAY));
+    const [d120, d100, d95, d89, d1] = [120, 100, 95, 89, 1].map(at);
+    for (const d of [d120, d100, d95, d89, d1]) services(app).record(d);
+    await services(app).flush();
+    const ids = async () => (await list(freshOrg, '?limit=100')).data.map((d) => d.decisionId).sort();
+    expect(await ids()).toHaveLength(5);
+
+    // Retention off: nothing goes.
+    expect(await deleteExpiredDecisions(app.database.db, 0, app.clock.now())).toEqual({ deleted: 0, more: false });
+    expect(await ids()).toHaveLength(5);
+
+    // A run capped at two statements of one row leaves the rest to the next run.
+    expect(await services(app).deleteExpiredDecisions({ batchSize: 1, maxBatches: 2 })).toEqual({ deleted: 2, more: true });
+    expect((await services(app).deleteExpiredDecisions()).more).toBe(false);
+    expect(await ids()).toEqual([d89.decisionId, d1.decisionId].sort());
+
+    // Two days later the 89-day-old decision is past the cutoff too.
+    app.clock.advance(2 * DAY);
+    try {
+      await services(app).deleteExpiredDecisions();
+    } finally {
+      app.clock.advance(-2 * DAY);
+    }
+    expect(await ids()).toEqual([d1.decisionId]);
   });
 });
 

@@ -13,7 +13,7 @@ import type { SharedState, WindowCount } from '../lib/shared-state.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { compileAllowlist, ipAllowed } from '../lib/ip.js';
 import { DomainError, forbidden, rateLimited, unauthorized } from '../core/errors.js';
-import { LookupCache } from '../lib/lookup-cache.js';
+import { SharedLookupCache } from '../lib/lookup-cache.js';
 import { declaresAccess, roleAtLeast, roleForScopes, ROLES, type Principal, type Role, type RouteAuth, type Scope } from './principal.js';
 import { upsertUserFromToken } from '../domains/users/service.js';
 
@@ -90,52 +90,39 @@ export class UsageRecorder {
 
 /** Resolves credentials to a Principal, with a cache invalidated over pub/sub on any key or settings change. */
 export class Authenticator {
-  private keys: LookupCache<CachedKey>;
-  private orgs: LookupCache<CachedOrg>;
+  private keys: SharedLookupCache<CachedKey>;
+  private orgs: SharedLookupCache<CachedOrg>;
   private jwks: JWTVerifyGetKey | undefined;
   private secret: Uint8Array | undefined;
 
   constructor(
     private db: Db,
     private config: Config,
-    private state: SharedState,
+    state: SharedState,
     readonly usage: UsageRecorder,
     // Key expiry is a rule: it reads the injected clock, as the expiry's default did (src/core/clock.ts).
     private clock: Clock = systemClock,
   ) {
     const ttlMs = config.AUTH_CACHE_TTL_SECONDS * 1000;
     const missingTtlMs = Math.min(ttlMs, NEGATIVE_TTL_MS);
-    this.keys = new LookupCache((hash) => this.loadKey(hash), { max: MAX_CACHED_KEYS, maxMissing: MAX_UNKNOWN_KEYS, ttlMs, missingTtlMs });
-    this.orgs = new LookupCache((id) => this.loadOrg(id), { max: MAX_CACHED_ORGS, maxMissing: MAX_CACHED_ORGS, ttlMs, missingTtlMs });
+    // One channel for both caches, told apart by prefix (`key:<hash>`, `org:<id>`).
+    this.keys = new SharedLookupCache(state, AUTH_CHANNEL, (hash) => this.loadKey(hash), { max: MAX_CACHED_KEYS, maxMissing: MAX_UNKNOWN_KEYS, ttlMs, missingTtlMs, prefix: 'key:' });
+    this.orgs = new SharedLookupCache(state, AUTH_CHANNEL, (id) => this.loadOrg(id), { max: MAX_CACHED_ORGS, maxMissing: MAX_CACHED_ORGS, ttlMs, missingTtlMs, prefix: 'org:' });
     // parseConfig refuses these at start; checked again so that no other way of building a Config fails open.
     const jwtProblems = jwtConfigProblems(config);
     if (jwtProblems.length > 0) throw new Error(`Invalid JWT configuration: ${jwtProblems.join('; ')}`);
     if (config.AUTH_JWKS_URL) this.jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
     if (config.AUTH_JWT_SECRET) this.secret = new TextEncoder().encode(config.AUTH_JWT_SECRET);
-    state.subscribe(AUTH_CHANNEL, (m) => this.drop(m));
-    // Invalidations published while the subscriber was away are lost: forget every cached key and org.
-    state.onReconnect(() => {
-      this.keys.clear();
-      this.orgs.clear();
-    });
-  }
-
-  private drop(message: string) {
-    const [kind, id] = [message.slice(0, 4), message.slice(4)];
-    if (kind === 'key:') this.keys.delete(id);
-    else if (kind === 'org:') this.orgs.delete(id);
   }
 
   /** Forgets a key (by hash) on every instance. */
   async invalidateKey(hash: string) {
-    this.keys.delete(hash);
-    await this.state.publish(AUTH_CHANNEL, `key:${hash}`);
+    await this.keys.invalidate(hash);
   }
 
   /** Forgets an organization's security settings on every instance. */
   async invalidateOrg(orgId: string) {
-    this.orgs.delete(orgId);
-    await this.state.publish(AUTH_CHANNEL, `org:${orgId}`);
+    await this.orgs.invalidate(orgId);
   }
 
   private async loadKey(hash: string): Promise<CachedKey | null> {

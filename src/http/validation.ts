@@ -21,6 +21,17 @@ export const str = (min = 0, max = 10_000) =>
 
 export const uuid = () => z.uuid();
 
+/** A storable string of at most `max` characters that `problem` accepts (null); refused with `label` and its message otherwise. */
+export function checkedString(max: number, problem: (s: string) => string | null, label: string) {
+  return str(0, max).superRefine((s, ctx) => {
+    const p = problem(s);
+    if (p) ctx.addIssue({ code: 'custom', message: `${label} ${p}` });
+  });
+}
+
+/** A boolean query parameter: exactly `true` or `false`. */
+export const booleanQuery = z.enum(['true', 'false']).transform((s) => s === 'true');
+
 const MIN_INSTANT = Date.parse('0001-01-01T00:00:00.000Z');
 const MAX_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
 

@@ -7,8 +7,13 @@
  * own `fetch` coalesces too, but rejects the waiters when an invalidation aborts the load; here an
  * invalidation during a load only stops its result from being stored). Docs: docs/decisions.md,
  * "Security hardening".
+ *
+ * SharedLookupCache adds coherence across instances over the shared state's pub/sub, and
+ * followInvalidations is its subscription half for caches of other shapes (docs/decisions.md,
+ * "Shared building blocks (one copy each)").
  */
 import { LRUCache } from 'lru-cache';
+import type { SharedState } from './shared-state.js';
 
 export interface LookupCacheOptions {
   /** Most found values kept. */
@@ -79,5 +84,48 @@ export class LookupCache<V extends {}> {
     this.missing?.clear();
     for (const pending of this.loading.values()) pending.stale = true;
     this.loading.clear();
+  }
+}
+
+/** The parts of the shared state (src/lib/shared-state.ts) a coherent cache uses. */
+export type InvalidationBus = Pick<SharedState, 'publish' | 'subscribe' | 'onReconnect'>;
+
+/**
+ * Wires a local cache to every instance's invalidations: `forget(message)` for each message
+ * published on `channel` (by any instance, this one included), `clearAll()` when the pub/sub
+ * connection comes back, since what was published while it was away is lost (at-most-once).
+ */
+export function followInvalidations(bus: InvalidationBus, channel: string, forget: (message: string) => void, clearAll: () => void) {
+  bus.subscribe(channel, forget);
+  bus.onReconnect(clearAll);
+}
+
+/**
+ * A LookupCache kept coherent across instances: `invalidate(key)` forgets the key here at once and,
+ * over the shared state's pub/sub, on every instance; a pub/sub reconnect forgets everything; the
+ * TTL bounds how long an instance may serve a value whose invalidation was lost. Caches sharing a
+ * channel tell their messages apart by `prefix` (prepended to the key on the wire).
+ */
+export class SharedLookupCache<V extends {}> extends LookupCache<V> {
+  private readonly prefix: string;
+
+  constructor(
+    private bus: InvalidationBus,
+    private channel: string,
+    load: (key: string) => Promise<V | null>,
+    opts: LookupCacheOptions & { prefix?: string },
+  ) {
+    super(load, opts);
+    this.prefix = opts.prefix ?? '';
+    const forget = (message: string) => {
+      if (message.startsWith(this.prefix)) this.delete(message.slice(this.prefix.length));
+    };
+    followInvalidations(bus, channel, forget, () => this.clear());
+  }
+
+  /** Forgets a key here at once and, through pub/sub, on every instance. Call after the change commits. */
+  async invalidate(key: string) {
+    this.delete(key);
+    await this.bus.publish(this.channel, this.prefix + key);
   }
 }

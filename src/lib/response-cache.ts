@@ -10,6 +10,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { SharedState } from './shared-state.js';
+import { followInvalidations } from './lookup-cache.js';
 
 const CHANNEL = 'cache:invalidate';
 
@@ -24,9 +25,7 @@ export class ResponseCache {
   ) {
     // A page larger than maxBytes is simply not stored (lru-cache's maxEntrySize defaults to maxSize).
     this.entries = new LRUCache({ maxSize: maxBytes, sizeCalculation: (body) => Math.max(1, Buffer.byteLength(body)), ttl: ttlMs });
-    state.subscribe(CHANNEL, (m) => this.bump(m));
-    // Invalidations published while the subscriber was away are lost: forget every page.
-    state.onReconnect(() => this.entries.clear());
+    followInvalidations(state, CHANNEL, (m) => this.bump(m), () => this.entries.clear());
   }
 
   private bump(scopeKey: string) {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isoDateTimeOut } from '../../http/envelope.js';
 import { isoDateTime, pagination, str } from '../../http/validation.js';
-import { globProblem, MAX_GLOB_LENGTH } from '../policies/index.js';
+import { globInput } from '../policies/index.js';
 
 export const GRANT_STATUSES = ['pending', 'approved', 'denied', 'revoked', 'expired'] as const;
 export const grantStatusEnum = z.enum(GRANT_STATUSES);
@@ -10,14 +10,6 @@ export type GrantStatus = z.infer<typeof grantStatusEnum>;
 /** Bounds of a grant's lifetime (docs/decisions.md, "Access grants"). */
 export const MIN_TTL_SECONDS = 60;
 export const MAX_TTL_SECONDS = 365 * 24 * 3600;
-
-/** A glob of src/domains/policies/glob.ts, refused at input when it cannot compile or be stored. */
-const glob = () =>
-  str(1, MAX_GLOB_LENGTH)
-    .superRefine((s, ctx) => {
-      const p = globProblem(s);
-      if (p) ctx.addIssue({ code: 'custom', message: `glob ${p}` });
-    });
 
 export const accessGrantSchema = z
   .object({
@@ -46,8 +38,9 @@ export type AccessGrant = z.infer<typeof accessGrantSchema>;
 export const createAccessGrantInput = z
   .object({
     agentId: z.uuid(),
-    action: glob(),
-    resource: glob().optional(),
+    // Globs of src/domains/policies/glob.ts, refused at input when they cannot compile or be stored.
+    action: globInput(),
+    resource: globInput().optional(),
     expiresAt: isoDateTime().optional().describe('When the grant ends; give this or ttlSeconds'),
     ttlSeconds: z.number().int().min(MIN_TTL_SECONDS).max(MAX_TTL_SECONDS).optional().describe('Lifetime from now; give this or expiresAt'),
     reason: str(1, 1000),

@@ -13,7 +13,7 @@
  * agents by uuid, so it never needs to know which names a request used.
  */
 import { LRUCache } from 'lru-cache';
-import { LookupCache } from '../../lib/lookup-cache.js';
+import { followInvalidations, LookupCache } from '../../lib/lookup-cache.js';
 import type { SharedState } from '../../lib/shared-state.js';
 import type { agents } from '../../db/schema/index.js';
 import { AGENT_CACHE } from '../../core/cache-names.js';
@@ -62,9 +62,7 @@ export class AgentCache {
       // Misses are not remembered: a newly registered agent is found at once, and 404s are not the hot path.
       { max: opts.max ?? MAX_CACHED_AGENTS, maxMissing: 1, ttlMs: opts.ttlMs ?? AGENT_CACHE_TTL_MS, missingTtlMs: 0 },
     );
-    state.subscribe(CHANNEL, (message) => this.forget(message));
-    // Invalidations published while the subscriber was away are lost: forget everything.
-    state.onReconnect(() => this.clear());
+    followInvalidations(state, CHANNEL, (message) => this.forget(message), () => this.clear());
   }
 
   private gen(orgId: string) {

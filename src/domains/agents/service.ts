@@ -2,6 +2,7 @@
 import { and, count, desc, eq, ilike, isNotNull, ne, or, sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor, Tx } from '../../db/client.js';
 import { rowsOf } from '../../db/client.js';
+import { containsPattern } from '../../db/like.js';
 import { agents } from '../../db/schema/index.js';
 import { conflict, invalidTransition, notFound, validation } from '../../core/errors.js';
 import { changedFields } from '../../core/changes.js';
@@ -100,10 +101,6 @@ export async function registerAgent(db: Db, ctx: AuditContext, input: RegisterAg
   });
 }
 
-function escapeLike(s: string) {
-  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
 /** A filtered page of agents, newest first. */
 export async function listAgents(db: Db, orgId: string, q: ListAgentsQuery, now: Date) {
   const c: SQL[] = [eq(agents.organizationId, orgId)];
@@ -114,7 +111,7 @@ export async function listAgents(db: Db, orgId: string, q: ListAgentsQuery, now:
   if (q.teamId) c.push(eq(agents.teamId, q.teamId));
   if (q.tag) c.push(sql`${agents.tags} @> array[${q.tag}]::text[]`);
   if (q.search) {
-    const p = `%${escapeLike(q.search)}%`;
+    const p = containsPattern(q.search);
     c.push(or(ilike(agents.name, p), ilike(agents.agentId, p), ilike(agents.description, p))!);
   }
   const where = and(...c);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isoDateTimeOut } from '../../http/envelope.js';
 import { ALL_SCOPES } from '../../http/principal.js';
-import { environmentEnum, ipv4OrCidr, isoDateTime, pagination, str } from '../../http/validation.js';
+import { booleanQuery, environmentEnum, ipv4OrCidr, isoDateTime, pagination, str } from '../../http/validation.js';
 
 export const scopeEnum = z.enum(ALL_SCOPES);
 const timestamp = isoDateTime();
@@ -54,7 +54,7 @@ export const updateApiKeyInput = z
 export const listApiKeysQuery = z.object({
   ...pagination,
   environment: environmentEnum.optional(),
-  isActive: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+  isActive: booleanQuery.optional(),
 });
 
 export type CreateApiKeyInput = z.infer<typeof createApiKeyInput>;

@@ -1,8 +1,10 @@
 /** The event outbox: events are rows written in the caller's transaction, delivered later by workers. */
 import { createHash } from 'node:crypto';
-import { sql } from 'drizzle-orm';
+import { and, eq, lt, sql } from 'drizzle-orm';
 import { newId } from '../../db/schema/columns.js';
 import { rowsOf, type Executor } from '../../db/client.js';
+import { deleteExpiredRows, retentionCutoff, type RetentionLimits, type RetentionRun } from '../../db/retention.js';
+import { organizationIds } from '../organizations/index.js';
 import { outboxEvents } from '../../db/schema/index.js';
 import { enqueue } from '../../jobs/enqueue.js';
 
@@ -119,4 +121,21 @@ export async function markEventsProcessed(tx: Executor, events: readonly { organ
   await tx.execute(sql`
     update outbox_events set status = 'processed', processed_at = ${now.toISOString()}::timestamptz, attempts = attempts + 1
     where (organization_id, id) in (${keys})`);
+}
+
+/**
+ * Deletes processed events older than `days` before `now` (nothing when 0), in bounded batches per
+ * organization; a pending event is never deleted. Safe for webhooks: the dispatcher copies an
+ * event's body and idempotency key into its webhook messages in the transaction that marks it
+ * processed, and nothing reads a processed event again (docs/decisions.md, "Retention of the
+ * decision log and the outbox").
+ */
+export async function deleteProcessedEvents(db: Executor, days: number, now: Date, limits: RetentionLimits = {}): Promise<RetentionRun> {
+  const before = retentionCutoff(days, now);
+  if (!before) return { deleted: 0, more: false };
+  const t = outboxEvents;
+  // Old by both times: processed_at is the dispatcher's clock, created_at the emitter's; created_at
+  // lets outbox_org_created_idx bound each statement.
+  const expired = and(eq(t.status, 'processed'), lt(t.processedAt, before), lt(t.createdAt, before))!;
+  return deleteExpiredRows(db, t, expired, await organizationIds(db), limits);
 }

@@ -1,7 +1,7 @@
 /** Request and response shapes of /notification-channels, and the message that `notify` delivers. */
 import { z } from 'zod';
 import { isoDateTimeOut } from '../../http/envelope.js';
-import { jsonObject, pagination, str } from '../../http/validation.js';
+import { booleanQuery, jsonObject, pagination, str } from '../../http/validation.js';
 import { CHANNEL_TYPES } from './configuration.js';
 
 export const channelTypeEnum = z.enum(CHANNEL_TYPES);
@@ -56,8 +56,6 @@ export const updateNotificationChannelInput = z
   })
   .meta({ id: 'UpdateNotificationChannelInput' });
 export type UpdateNotificationChannelInput = z.infer<typeof updateNotificationChannelInput>;
-
-const booleanQuery = z.enum(['true', 'false']).transform((s) => s === 'true');
 
 export const listNotificationChannelsQuery = z.object({
   ...pagination,

@@ -8,7 +8,7 @@
  * (docs/decisions.md, "Policies").
  */
 import { LRUCache } from 'lru-cache';
-import { LookupCache } from '../../lib/lookup-cache.js';
+import { SharedLookupCache } from '../../lib/lookup-cache.js';
 import type { SharedState } from '../../lib/shared-state.js';
 import type { Policy } from './schemas.js';
 
@@ -37,7 +37,7 @@ const signature = (ps: readonly Policy[]) => JSON.stringify(ps);
 
 /** Per-organization cache of active policies, invalidated on every instance by `invalidate(orgId)`. */
 export class ActivePolicyCache {
-  private snapshots: LookupCache<PolicySnapshot & { signature: string }>;
+  private snapshots: SharedLookupCache<PolicySnapshot & { signature: string }>;
   // The last snapshot of each organization, outliving its TTL: a reload that finds the same
   // policies keeps its version, so compiled policies are not rebuilt every TTL.
   private last = new LRUCache<string, PolicySnapshot & { signature: string }>({ max: MAX_CACHED_ORGS });
@@ -45,11 +45,13 @@ export class ActivePolicyCache {
 
   constructor(
     load: (orgId: string) => Promise<Policy[]>,
-    private state: SharedState,
+    state: SharedState,
     opts: { max?: number; ttlMs?: number } = {},
   ) {
     const ttlMs = opts.ttlMs ?? POLICY_CACHE_TTL_MS;
-    this.snapshots = new LookupCache(
+    this.snapshots = new SharedLookupCache(
+      state,
+      CHANNEL,
       async (orgId) => {
         const policies = await load(orgId);
         const sig = signature(policies);
@@ -61,9 +63,6 @@ export class ActivePolicyCache {
       },
       { max: opts.max ?? MAX_CACHED_ORGS, maxMissing: 1, ttlMs, missingTtlMs: 0 },
     );
-    state.subscribe(CHANNEL, (orgId) => this.snapshots.delete(orgId));
-    // Invalidations published while the subscriber was away are lost: forget every organization.
-    state.onReconnect(() => this.snapshots.clear());
   }
 
   /** The organization's active policies with their version (loaded once, then served from memory). */
@@ -79,7 +78,6 @@ export class ActivePolicyCache {
 
   /** Forgets an organization's policies here at once and, through pub/sub, on every instance. Call after commit. */
   async invalidate(orgId: string) {
-    this.snapshots.delete(orgId);
-    await this.state.publish(CHANNEL, orgId);
+    await this.snapshots.invalidate(orgId);
   }
 }

@@ -7,6 +7,7 @@
  * for minutes on 5,000 characters, and resources are caller input on the hot path
  * (docs/decisions.md, "Policy detectors"). Deny-wins is the caller's rule.
  */
+import { checkedString } from '../../http/validation.js';
 
 export const MAX_GLOB_LENGTH = 200;
 
@@ -26,6 +27,15 @@ export function globProblem(source: string): string | null {
   if (source.length > MAX_GLOB_LENGTH) return `must be at most ${MAX_GLOB_LENGTH} characters`;
   if (/\\$/.test(source.replace(/\\\\/g, ''))) return 'must not end with a lone backslash';
   return null;
+}
+
+/**
+ * A glob as input (policy rules, access grants): not empty (documented as minLength 1), storable,
+ * and accepted by globProblem. A function declaration, not a constant: access grants build their
+ * schema while the policies module is still loading (an import cycle through the enforce route).
+ */
+export function globInput() {
+  return checkedString(MAX_GLOB_LENGTH, globProblem, 'glob').min(1, 'glob must not be empty');
 }
 
 function tokenize(source: string): number[] {

@@ -1,4 +1,8 @@
 /** The policies module: policy CRUD and the per-organization cache of active policies. */
+// The glob matcher and its input schema, which access grants use too (docs/decisions.md, "Access
+// grants"). First: access grants build their schema from it while this module is still loading (the
+// enforce route imports access grants, a cycle), so glob.ts must be evaluated before anything else here.
+export { compileGlob, globInput, globProblem, MAX_GLOB_LENGTH, type Glob } from './glob.js';
 import { defineModule } from '../../core/module.js';
 import { ActivePolicyCache, POLICY_CACHE } from './cache.js';
 import { policyRoutes } from './routes.js';
@@ -8,8 +12,6 @@ export { policySchema, type Policy } from './schemas.js';
 export type { PolicySnapshot } from './cache.js';
 // The enforce request and answer, for the decision log.
 export type { EnforceDecision, EnforceRequest } from './enforce-schemas.js';
-// The glob matcher, which access grants use too (docs/decisions.md, "Access grants").
-export { compileGlob, globProblem, MAX_GLOB_LENGTH, type Glob } from './glob.js';
 // The digest a bound grant stores and the engine computes: one definition for both.
 export { parametersDigest } from './parameters-digest.js';
 // What the decision log stores and the stats read (docs/decisions.md, "Decision log and policy stats").

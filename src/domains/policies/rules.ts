@@ -5,7 +5,8 @@
  * ("Policy detectors").
  */
 import { z } from 'zod';
-import { globProblem, MAX_GLOB_LENGTH } from './glob.js';
+import { checkedString } from '../../http/validation.js';
+import { globInput } from './glob.js';
 import { MAX_PATTERN_LENGTH, regexProblem } from './regex-safety.js';
 
 export const POLICY_TYPES = [
@@ -33,19 +34,9 @@ export const QUALITY_METRICS = ['error_rate', 'p95_duration_ms'] as const;
 const MAX_GLOBS = 100;
 const MAX_PATTERNS = 20;
 
-/** A string of at most `max` characters that `problem` accepts (null); its message otherwise, after `label`. */
-const checked = (max: number, problem: (s: string) => string | null, label: string) =>
-  z
-    .string()
-    .max(max)
-    .superRefine((s, ctx) => {
-      const p = problem(s);
-      if (p) ctx.addIssue({ code: 'custom', message: `${label} ${p}` });
-    });
-
-const glob = checked(MAX_GLOB_LENGTH, globProblem, 'glob');
+const glob = globInput();
 const globs = z.array(glob).max(MAX_GLOBS);
-const pattern = checked(MAX_PATTERN_LENGTH, regexProblem, 'pattern');
+const pattern = checkedString(MAX_PATTERN_LENGTH, regexProblem, 'pattern');
 
 const accessControl = z
   .strictObject({

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { enforceRequestSchema } from './enforce-schemas.js';
 import { isoDateTimeOut } from '../../http/envelope.js';
-import { environmentEnum, jsonObject, pagination, str } from '../../http/validation.js';
+import { booleanQuery, environmentEnum, jsonObject, pagination, str } from '../../http/validation.js';
 import { POLICY_TYPES } from './rules.js';
 
 export const ENFORCEMENT_MODES = ['block', 'warn', 'monitor'] as const;
@@ -104,8 +104,6 @@ export const createPolicyInput = z
 export const updatePolicyInput = z
   .object(Object.fromEntries(Object.entries(fields).map(([k, s]) => [k, s.optional()])) as { [K in keyof typeof fields]: z.ZodOptional<(typeof fields)[K]> })
   .meta({ id: 'UpdatePolicyInput' });
-
-const booleanQuery = z.enum(['true', 'false']).transform((s) => s === 'true');
 
 export const listPoliciesQuery = z.object({
   ...pagination,

@@ -2,6 +2,7 @@
 import { and, asc, count, eq, ilike, or, sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor } from '../../db/client.js';
 import { policies } from '../../db/schema/index.js';
+import { containsPattern } from '../../db/like.js';
 import { changedFields } from '../../core/changes.js';
 import { DomainError, invalidTransition, notFound, validation } from '../../core/errors.js';
 import { newId } from '../../db/schema/columns.js';
@@ -70,10 +71,6 @@ export async function loadActivePolicies(db: Db, orgId: string): Promise<Policy[
   return rows.map(policyView);
 }
 
-function escapeLike(s: string) {
-  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
 /**
  * A filtered page of policies in evaluation order (priority, then id). `agentId` selects the
  * policies that name the agent, through `agentId` or `appliesToAgents` (docs/decisions.md, "Policies").
@@ -85,7 +82,7 @@ export async function listPolicies(db: Db, orgId: string, q: ListPoliciesQuery) 
   if (q.enforcementMode) c.push(eq(policies.enforcementMode, q.enforcementMode));
   if (q.agentId) c.push(or(eq(policies.agentId, q.agentId), sql`${policies.appliesToAgents} @> array[${q.agentId}]::uuid[]`)!);
   if (q.search) {
-    const p = `%${escapeLike(q.search)}%`;
+    const p = containsPattern(q.search);
     c.push(or(ilike(policies.name, p), ilike(policies.description, p))!);
   }
   const where = and(...c);

@@ -6,7 +6,8 @@
 import { defineModule } from '../../core/module.js';
 import { DecisionLog } from './log.js';
 import { policyDecisionRoutes } from './routes.js';
-import { deleteExpiredCounts } from './service.js';
+import { deleteExpiredCounts, deleteExpiredDecisions } from './service.js';
+import type { RetentionLimits } from '../../db/retention.js';
 
 export { DecisionLog, DEFAULT_MAX_BUFFERED, type DecisionLogCounts, type DecisionLogOptions, type DecisionRecordInput } from './log.js';
 export { policyDecisionSchema, policyStatsSchema, type PolicyDecision, type PolicyStats } from './schemas.js';
@@ -30,17 +31,27 @@ export const policyDecisionsModule = defineModule({
       flushIntervalMs: config.DECISIONS_FLUSH_INTERVAL_MS,
       /** Deletes counter buckets older than the longest stats window (see service.ts). */
       deleteExpiredCounts: () => deleteExpiredCounts(db, clock.now()),
+      /** Deletes decision rows older than DECISION_RETENTION_DAYS at the clock's now (nothing when 0), in bounded batches. */
+      deleteExpiredDecisions: (limits: RetentionLimits = {}) => deleteExpiredDecisions(db, config.DECISION_RETENTION_DAYS, clock.now(), limits),
     };
   },
   // The buffer is this process's memory: every API instance flushes its own, and once more at close.
   localTasks: (s) => [{ name: 'policy-decisions-flush', everyMs: s.flushIntervalMs, run: (log) => s.log.flushAndReport(log) }],
-  // Hourly, in bounded batches, like trace retention. Decision rows are kept (docs/decisions.md, "Decision log and policy stats").
+  // Hourly, in bounded batches, like trace retention: the counters past the longest stats window,
+  // the decision rows past DECISION_RETENTION_DAYS (docs/decisions.md, "Retention of the decision log and the outbox").
   schedules: (s) => [
     {
       name: 'policy-decision-counts-retention',
       everyMs: HOUR_MS,
       run: async () => {
         await s.deleteExpiredCounts();
+      },
+    },
+    {
+      name: 'policy-decision-retention',
+      everyMs: HOUR_MS,
+      run: async () => {
+        await s.deleteExpiredDecisions();
       },
     },
   ],

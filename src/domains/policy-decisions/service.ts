@@ -1,9 +1,11 @@
 /** Reading the decision log and the decision counters (docs/decisions.md, "Decision log and policy stats"). */
-import { and, count, desc, eq, gte, lte, sql, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, gte, lt, lte, sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Db } from '../../db/client.js';
+import { deleteExpiredRows, retentionCutoff, type RetentionLimits, type RetentionRun } from '../../db/retention.js';
 import { policyDecisionCounts, policyDecisions } from '../../db/schema/index.js';
 import { notFound } from '../../core/errors.js';
 import type { Actor } from '../../core/actor.js';
+import { organizationIds } from '../organizations/index.js';
 import { policyNames, type PolicyViolation } from '../policies/index.js';
 import type { ListDecisionsQuery, PolicyDecision, PolicyStats } from './schemas.js';
 
@@ -121,4 +123,16 @@ export async function deleteExpiredCounts(db: Db, now: Date, opts: { batchSize?:
     if (gone < batchSize) return { deleted, more: false };
   }
   return { deleted, more: true };
+}
+
+/**
+ * Deletes decision rows older than `days` before `now` (by their createdAt; nothing when 0), in
+ * bounded batches per organization: the decision log's retention. The counters keep their own,
+ * fixed retention (deleteExpiredCounts): the stats windows need them whatever the log keeps.
+ */
+export async function deleteExpiredDecisions(db: Db, days: number, now: Date, limits: RetentionLimits = {}): Promise<RetentionRun> {
+  const before = retentionCutoff(days, now);
+  if (!before) return { deleted: 0, more: false };
+  // policy_decisions_org_created_idx bounds each statement: organization, then created_at.
+  return deleteExpiredRows(db, policyDecisions, lt(policyDecisions.createdAt, before), await organizationIds(db), limits);
 }

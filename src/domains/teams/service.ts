@@ -2,6 +2,7 @@
 import { and, asc, count, eq, ilike, isNull, ne, or, sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor, Tx } from '../../db/client.js';
 import { teamMembers, teams, users } from '../../db/schema/index.js';
+import { containsPattern } from '../../db/like.js';
 import { conflict, notFound } from '../../core/errors.js';
 import { changedFields } from '../../core/changes.js';
 import { writeAudit, type AuditContext } from '../audit/service.js';
@@ -30,9 +31,6 @@ export const memberView = (m: { id: string; email: string | null; name: string |
   role: m.role,
   addedAt: m.addedAt.toISOString(),
 });
-
-/** `LIKE` pattern that matches `text` literally anywhere (backslash is Postgres' default LIKE escape). */
-const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
 
 const liveTeam = (orgId: string, id: string) => and(eq(teams.organizationId, orgId), eq(teams.id, id), isNull(teams.deletedAt));
 

@@ -5,7 +5,7 @@
  * instance at once and on the others over the shared state's pub/sub after a committed change,
  * cleared on a pub/sub reconnect, and a TTL bounding what a lost publish costs (docs/decisions.md, "Webhooks").
  */
-import { LookupCache } from '../../lib/lookup-cache.js';
+import { SharedLookupCache } from '../../lib/lookup-cache.js';
 import type { SharedState } from '../../lib/shared-state.js';
 import type { Subscriptions } from '../events/subscriptions.js';
 import type { EventType } from '../events/outbox.js';
@@ -19,17 +19,14 @@ export const SUBSCRIPTIONS_TTL_MS = 30_000;
 
 /** Per-organization event types of active webhooks, invalidated on every instance by `invalidate(orgId)`. */
 export class SubscriptionCache implements Subscriptions {
-  private cache: LookupCache<Set<string>>;
+  private cache: SharedLookupCache<Set<string>>;
 
   constructor(
     load: (orgId: string) => Promise<Set<string>>,
-    private state: SharedState,
+    state: SharedState,
     opts: { ttlMs?: number } = {},
   ) {
-    this.cache = new LookupCache(load, { max: MAX_CACHED_ORGS, maxMissing: 1, ttlMs: opts.ttlMs ?? SUBSCRIPTIONS_TTL_MS, missingTtlMs: 0 });
-    state.subscribe(CHANNEL, (orgId) => this.cache.delete(orgId));
-    // Invalidations published while the subscriber was away are lost: forget every organization.
-    state.onReconnect(() => this.cache.clear());
+    this.cache = new SharedLookupCache(state, CHANNEL, load, { max: MAX_CACHED_ORGS, maxMissing: 1, ttlMs: opts.ttlMs ?? SUBSCRIPTIONS_TTL_MS, missingTtlMs: 0 });
   }
 
   /** True when an active webhook of the organization subscribes to `type`. */
@@ -39,7 +36,6 @@ export class SubscriptionCache implements Subscriptions {
 
   /** Forgets the organization here at once and, through pub/sub, on every instance. Call after commit. */
   async invalidate(orgId: string) {
-    this.cache.delete(orgId);
-    await this.state.publish(CHANNEL, orgId);
+    await this.cache.invalidate(orgId);
   }
 }
