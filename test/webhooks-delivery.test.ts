@@ -9,6 +9,7 @@ import { webhookMessages, webhooks } from '../src/db/schema/index.js';
 import type { JobRunner } from '../src/jobs/index.js';
 import { TestClock } from '../src/core/clock.js';
 import { WebhookDelivery } from '../src/domains/webhooks/delivery.js';
+import { webhookRetentionCutoff } from '../src/domains/webhooks/retention.js';
 import { verifyWebhook } from '../src/webhooks-verify.js';
 import { createTestApp, withTestApp, type TestApp, type TestOrg } from './helpers.js';
 import { afterAll, beforeAll, describe, expect, it } from './fixture.js';
@@ -45,6 +46,7 @@ const deliveries = async (org: TestOrg, id: string) => (await org.req({ method: 
   idempotencyKey: string;
   eventId: string;
   payload: { id: string };
+  createdAt: string;
 }[];
 
 /** A second dispatcher on the file app's database (or `db`), its injected clock `aheadMs` ahead of the app's. */
@@ -489,6 +491,59 @@ describe('delivery', () => {
       }
     });
     runner = await startRunner(app);
+  });
+});
+
+describe('retention', () => {
+  it('deletes finished messages and their attempts older than WEBHOOK_RETENTION_DAYS (30), never a pending one', async ({ app, freshOrg: org }) => {
+    // Driven by hand on the app's clock: the file's runner is stopped meanwhile.
+    await runner.stop(1000);
+    const ok = await startReceiver();
+    const bad = await startReceiver({ status: 500 });
+    const { delivery, deleteExpiredHistory } = app.container.services.webhooks;
+    const hooks = [await createHook(org, ok), await createHook(org, bad, { maxRetries: 0 }), await createHook(org, bad, { maxRetries: 10, retryBackoffSeconds: 60 })];
+    const [succeeding, failing, retrying] = hooks;
+    const deliverTo = async (targets: typeof hooks) => {
+      await delivery.dispatch();
+      for (const h of targets) await delivery.deliver(org.orgId, h.id);
+    };
+    const messages = async (id: string) => (await app.database.db.select().from(webhookMessages).where(and(eq(webhookMessages.organizationId, org.orgId), eq(webhookMessages.webhookId, id)))).map((m) => m.status).sort();
+    try {
+      await registerAgent(org);
+      await deliverTo(hooks);
+      // Four days later (under the 5 days of failures that disable a webhook), a second event.
+      app.clock.advance(4 * 86_400_000);
+      await registerAgent(org);
+      // The retrying webhook's lane does not run again: its first message stays pending since its first attempt.
+      await deliverTo([succeeding, failing]);
+      expect(await messages(succeeding.id)).toEqual(['succeeded', 'succeeded']);
+      expect(await messages(failing.id)).toEqual(['failed', 'failed']);
+      expect(await messages(retrying.id)).toEqual(['pending', 'pending']);
+      expect(await deliveries(org, retrying.id)).toHaveLength(1);
+
+      // 31 days after the first event, 27 after the second: the first event's finished history expires.
+      app.clock.advance(27 * 86_400_000);
+      expect(await deleteExpiredHistory({ batchSize: 1, maxBatches: 1 })).toMatchObject({ more: true });
+      expect(await deleteExpiredHistory()).toMatchObject({ more: false });
+      expect(await messages(succeeding.id)).toEqual(['succeeded']);
+      expect(await messages(failing.id)).toEqual(['failed']);
+      const kept = await deliveries(org, succeeding.id);
+      expect(kept).toHaveLength(1);
+      expect(Date.parse(kept[0].createdAt)).toBe(app.clock.now().getTime() - 27 * 86_400_000);
+      expect(await deliveries(org, failing.id)).toHaveLength(1);
+      // Still to be delivered: kept, with its attempt, however old.
+      expect(await messages(retrying.id)).toEqual(['pending', 'pending']);
+      expect(await deliveries(org, retrying.id)).toHaveLength(1);
+    } finally {
+      await ok.close();
+      await bad.close();
+      runner = await startRunner(app);
+    }
+  });
+
+  it('WEBHOOK_RETENTION_DAYS=0 keeps everything', () => {
+    expect(webhookRetentionCutoff(0, new Date())).toBeNull();
+    expect(webhookRetentionCutoff(30, new Date('2026-03-31T00:00:00Z'))).toEqual(new Date('2026-03-01T00:00:00Z'));
   });
 });
 
