@@ -522,6 +522,41 @@ describe('POST /notification-channels/{id}/test', () => {
     expect(await test((await webhookTo(`${base}/test-huge`)).id)).toEqual({ success: true, statusCode: 200 });
   });
 
+  it('an email past its deadline is abandoned, not sent late (the retry would send it twice)', async () => {
+    // A server that answers every command, each after 300 ms: no silence reaches the old 500 ms socket
+    // timeout, yet the whole exchange outlasts the 500 ms deadline.
+    const late: string[] = [];
+    let closed = 0;
+    const slow = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      logger: false,
+      onMailFrom: (_a, _s, cb) => void setTimeout(cb, 300),
+      onRcptTo: (_a, _s, cb) => void setTimeout(cb, 300),
+      onData(stream, _session, cb) {
+        stream.on('data', () => {});
+        stream.on('end', () => (late.push('mail'), cb()));
+      },
+      onClose: () => void closed++,
+    });
+    const port = await start(slow.server);
+    try {
+      await withTestApp({ SMTP_URL: `smtp://127.0.0.1:${port}`, NOTIFICATION_TIMEOUT_MS: '500' }, async (_t2, o) => {
+        const res = await o.req({ method: 'POST', url: BASE, payload: { name: 'm', channelType: 'email', configuration: { recipients: ['late@example.com'] } } });
+        const started = Date.now();
+        const r = await o.req({ method: 'POST', url: `${BASE}/${res.json().data.id}/test` });
+        expect(r.json().data).toEqual({ success: false, error: 'timeout: SMTP delivery failed (ETIMEDOUT)' });
+        expect(Date.now() - started).toBeLessThan(1_500);
+        // Long after the exchange would have ended: no mail reached the server, and our side hung up.
+        await new Promise((resolve) => setTimeout(resolve, 1_200));
+        expect(late).toEqual([]);
+        expect(closed).toBe(1);
+      });
+    } finally {
+      await new Promise<void>((resolve) => slow.close(() => resolve()));
+    }
+  });
+
   it('email without SMTP_URL fails with a clear reason; the delivery job records it and retries', async () => {
     await withTestApp({}, async (t2, o) => {
       const res = await o.req({ method: 'POST', url: BASE, payload: { name: 'm', channelType: 'email', configuration: { recipients: ['a@example.com'] } } });

@@ -134,34 +134,33 @@ export class Sender {
     }
     const timeout = this.config.NOTIFICATION_TIMEOUT_MS;
     // smtp:// upgrades with STARTTLS when the server offers it; smtps:// is TLS from the start.
-    this.mailer ??= nodemailer.createTransport(
-      { url: this.config.SMTP_URL, connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout },
-      { from: this.config.SMTP_FROM },
-    );
-    const send = this.mailer.sendMail({
-      to: c.recipients,
-      subject: emailSubject(message),
-      text: emailText(message),
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error('deadline'), { code: 'ETIMEDOUT' })), timeout);
-    });
+    this.mailer ??= nodemailer.createTransport({ url: this.config.SMTP_URL, ...smtpTimeouts(timeout) }, { from: this.config.SMTP_FROM });
     try {
-      await Promise.race([send, deadline]);
+      // The deadline aborts the send itself (nodemailer closes the connection), rather than racing a
+      // send that would carry on and deliver after we reported a timeout and queued a retry.
+      await this.mailer.sendMail({ to: c.recipients, subject: emailSubject(message), text: emailText(message), signal: AbortSignal.timeout(timeout) });
       return { ok: true };
     } catch (err) {
-      send.catch(() => {}); // the race's loser must not become an unhandled rejection
       const e = err as { code?: string; responseCode?: number };
       // A 5xx SMTP reply (a refused recipient or sender) is final; 4xx replies and connection trouble are not.
       const permanent = typeof e.responseCode === 'number' && e.responseCode >= 500;
-      const detail = [e.code, e.responseCode].filter((x) => x !== undefined).join(' ');
-      const kind = e.code === 'ETIMEDOUT' ? 'timeout' : 'smtp';
-      return { ok: false, permanent, kind, message: `SMTP delivery failed${detail ? ` (${detail})` : ''}` };
-    } finally {
-      clearTimeout(timer);
+      const timedOut = e.code === 'ETIMEDOUT' || e.code === 'EABORT';
+      const detail = [timedOut ? 'ETIMEDOUT' : e.code, e.responseCode].filter((x) => x !== undefined).join(' ');
+      return { ok: false, permanent, kind: timedOut ? 'timeout' : 'smtp', message: `SMTP delivery failed${detail ? ` (${detail})` : ''}` };
     }
   }
+}
+
+/**
+ * The SMTP transport's own timeouts, within the delivery deadline `timeoutMs`: connecting (DNS, TCP,
+ * TLS and the greeting) and any silence of the server each get half of it, so a server that stops
+ * answering is given up by nodemailer itself before the deadline aborts the send. What remains is
+ * at-least-once: a server that accepted the message's data but answers after the deadline may deliver
+ * it, and the retry sends it again (docs/decisions.md, "Notification channels: email deadline").
+ */
+export function smtpTimeouts(timeoutMs: number) {
+  const half = Math.max(1, Math.floor(timeoutMs / 2));
+  return { connectionTimeout: half, greetingTimeout: half, socketTimeout: half, dnsTimeout: half };
 }
 
 /**
