@@ -8,6 +8,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { webhookMessages, webhooks } from '../src/db/schema/index.js';
 import type { JobRunner } from '../src/jobs/index.js';
 import { TestClock } from '../src/core/clock.js';
+import { assemble } from '../src/container.js';
 import { WebhookDelivery } from '../src/domains/webhooks/delivery.js';
 import { webhookRetentionCutoff } from '../src/domains/webhooks/retention.js';
 import { verifyWebhook } from '../src/webhooks-verify.js';
@@ -523,6 +524,10 @@ describe('retention', () => {
 
       // 31 days after the first event, 27 after the second: the first event's finished history expires.
       app.clock.advance(27 * 86_400_000);
+      // WEBHOOK_RETENTION_DAYS=0 keeps everything.
+      const keepAll = assemble({ config: { ...app.container.config, WEBHOOK_RETENTION_DAYS: 0 }, database: app.database, state: app.state, clock: app.clock });
+      expect(await keepAll.services.webhooks.deleteExpiredHistory()).toEqual({ deleted: 0, more: false });
+      expect(await messages(succeeding.id)).toEqual(['succeeded', 'succeeded']);
       expect(await deleteExpiredHistory({ batchSize: 1, maxBatches: 1 })).toMatchObject({ more: true });
       expect(await deleteExpiredHistory()).toMatchObject({ more: false });
       expect(await messages(succeeding.id)).toEqual(['succeeded']);
@@ -541,7 +546,7 @@ describe('retention', () => {
     }
   });
 
-  it('WEBHOOK_RETENTION_DAYS=0 keeps everything', () => {
+  it('the cutoff is that many days back; none when WEBHOOK_RETENTION_DAYS is 0', () => {
     expect(webhookRetentionCutoff(0, new Date())).toBeNull();
     expect(webhookRetentionCutoff(30, new Date('2026-03-31T00:00:00Z'))).toEqual(new Date('2026-03-01T00:00:00Z'));
   });
