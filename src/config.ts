@@ -124,6 +124,8 @@ const schema = z.object({
   WEBHOOK_SIGNATURE_VERSION: z.enum(['v1', 'v2']).default('v2'),
   /** After a secret rotation, deliveries are signed with the old and the new secret for this long. */
   WEBHOOK_SECRET_GRACE_SECONDS: int(86_400, 0, 30 * 86_400),
+  /** Finished webhook messages and their delivery attempts are deleted this many days after their last change; 0 keeps them forever. */
+  WEBHOOK_RETENTION_DAYS: int(30, 0, 36_500),
   /** Sunset date announced on the deprecated /api/... alias. */
   API_ALIAS_SUNSET: z.string().default('2027-06-30'),
 });

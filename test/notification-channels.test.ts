@@ -17,6 +17,7 @@ import { rowsOf } from '../src/db/client.js';
 import { JobRunner, type JobLogger } from '../src/jobs/index.js';
 import { registerModuleWork } from '../src/jobs/process.js';
 import { notify, type NotificationMessage } from '../src/domains/notification-channels/index.js';
+import { verifyWebhook } from '../src/webhooks-verify.js';
 import { createKey, createOrg, createTestApp, signJwt, withTestApp, type TestApp, type TestOrg } from './helpers.js';
 
 const BASE = '/api/v1/notification-channels';
@@ -378,6 +379,35 @@ describe('delivery through the job runner', () => {
     expect(() => new Webhook('whsec_' + Buffer.alloc(32, 1).toString('base64')).verify(got.body, got.headers as Record<string, string>)).toThrow();
   });
 
+  it("signs a channel webhook at the injected clock's time, with WEBHOOK_SIGNATURE_VERSION", async () => {
+    const path = `/hook/${randomUUID()}`;
+    const c = await create(org, { name: 'hook', channelType: 'webhook', configuration: { url: `${base}${path}` } });
+    const secret = c.configuration.secret as string;
+    // Hours away from the machine's clock: a signature made at the machine's time would fall outside the window.
+    t.clock.advance(6 * HOUR_MS);
+    try {
+      expect((await org.req({ method: 'POST', url: `${BASE}/${c.id}/test` })).json().data).toEqual({ success: true, statusCode: 200 });
+      const [got] = at(path);
+      const now = t.clock.now();
+      expect(got.headers['webhook-timestamp']).toBe(String(Math.floor(now.getTime() / 1000)));
+      expect(verifyWebhook(got.body, got.headers, secret, { now }).scheme).toBe('x-service-v2');
+      expect(() => verifyWebhook(got.body, got.headers, secret, { now: new Date() })).toThrow(/tolerance/);
+    } finally {
+      t.clock.advance(-6 * HOUR_MS);
+    }
+
+    await withTestApp({ WEBHOOK_SIGNATURE_VERSION: 'v1' }, async (t2, o) => {
+      const v1Path = `/hook/${randomUUID()}`;
+      const res = await o.req({ method: 'POST', url: BASE, payload: { name: 'v1', channelType: 'webhook', configuration: { url: `${base}${v1Path}` } } });
+      const { id, configuration } = res.json().data as { id: string; configuration: { secret: string } };
+      expect((await o.req({ method: 'POST', url: `${BASE}/${id}/test` })).json().data).toEqual({ success: true, statusCode: 200 });
+      const [got] = at(v1Path);
+      expect(got.headers['x-service-signature-version']).toBe('v1');
+      expect(got.headers['x-service-timestamp']).toBeUndefined();
+      expect(verifyWebhook(got.body, got.headers, configuration.secret, { now: t2.clock.now() }).scheme).toBe('x-service-v1');
+    });
+  });
+
   it('retries after a 500 with the same id and body, then succeeds', async () => {
     const path = `/flaky/${randomUUID()}`;
     let calls = 0;
@@ -490,6 +520,41 @@ describe('POST /notification-channels/{id}/test', () => {
       pump();
     });
     expect(await test((await webhookTo(`${base}/test-huge`)).id)).toEqual({ success: true, statusCode: 200 });
+  });
+
+  it('an email past its deadline is abandoned, not sent late (the retry would send it twice)', async () => {
+    // A server that answers every command, each after 300 ms: no silence reaches the old 500 ms socket
+    // timeout, yet the whole exchange outlasts the 500 ms deadline.
+    const late: string[] = [];
+    let closed = 0;
+    const slow = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      logger: false,
+      onMailFrom: (_a, _s, cb) => void setTimeout(cb, 300),
+      onRcptTo: (_a, _s, cb) => void setTimeout(cb, 300),
+      onData(stream, _session, cb) {
+        stream.on('data', () => {});
+        stream.on('end', () => (late.push('mail'), cb()));
+      },
+      onClose: () => void closed++,
+    });
+    const port = await start(slow.server);
+    try {
+      await withTestApp({ SMTP_URL: `smtp://127.0.0.1:${port}`, NOTIFICATION_TIMEOUT_MS: '500' }, async (_t2, o) => {
+        const res = await o.req({ method: 'POST', url: BASE, payload: { name: 'm', channelType: 'email', configuration: { recipients: ['late@example.com'] } } });
+        const started = Date.now();
+        const r = await o.req({ method: 'POST', url: `${BASE}/${res.json().data.id}/test` });
+        expect(r.json().data).toEqual({ success: false, error: 'timeout: SMTP delivery failed (ETIMEDOUT)' });
+        expect(Date.now() - started).toBeLessThan(1_500);
+        // Long after the exchange would have ended: no mail reached the server, and our side hung up.
+        await new Promise((resolve) => setTimeout(resolve, 1_200));
+        expect(late).toEqual([]);
+        expect(closed).toBe(1);
+      });
+    } finally {
+      await new Promise<void>((resolve) => slow.close(() => resolve()));
+    }
   });
 
   it('email without SMTP_URL fails with a clear reason; the delivery job records it and retries', async () => {

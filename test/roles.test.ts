@@ -77,7 +77,7 @@ describe('module schedules by role', () => {
       const worker = await start('worker');
       try {
         await vi.waitFor(async () => expect(await checkpoints(organization.id)).toBe(1), { timeout: 5000, interval: 25 });
-        expect(await scheduleNames()).toEqual(['audit-checkpoints', 'outbox-retention', 'policy-decision-counts-retention', 'policy-decision-retention', 'trace-retention', 'webhooks-dispatch-sweep']);
+        expect(await scheduleNames()).toEqual(['audit-checkpoints', 'outbox-retention', 'policy-decision-counts-retention', 'policy-decision-retention', 'trace-retention', 'webhooks-dispatch-sweep', 'webhooks-retention']);
         await vi.waitFor(async () => expect((await worker.runner.metrics()).runs['schedule:audit-checkpoints']?.succeeded).toBeGreaterThanOrEqual(1));
       } finally {
         await worker.close();

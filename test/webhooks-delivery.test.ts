@@ -3,10 +3,14 @@
  * receiver (node:http); signatures checked with the `standardwebhooks` package and our verifyWebhook
  * (docs/decisions.md, "Webhooks"). Time moves on the app's injected clock, never by sleeping.
  */
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { webhookMessages, webhooks } from '../src/db/schema/index.js';
 import type { JobRunner } from '../src/jobs/index.js';
+import { TestClock } from '../src/core/clock.js';
+import { assemble } from '../src/container.js';
+import { WebhookDelivery } from '../src/domains/webhooks/delivery.js';
+import { webhookRetentionCutoff } from '../src/domains/webhooks/retention.js';
 import { verifyWebhook } from '../src/webhooks-verify.js';
 import { createTestApp, withTestApp, type TestApp, type TestOrg } from './helpers.js';
 import { afterAll, beforeAll, describe, expect, it } from './fixture.js';
@@ -43,7 +47,12 @@ const deliveries = async (org: TestOrg, id: string) => (await org.req({ method: 
   idempotencyKey: string;
   eventId: string;
   payload: { id: string };
+  createdAt: string;
 }[];
+
+/** A second dispatcher on the file app's database (or `db`), its injected clock `aheadMs` ahead of the app's. */
+const otherDispatcher = (t: TestApp, aheadMs: number, db = t.database.db) =>
+  new WebhookDelivery({ db, clock: new TestClock(t.clock.now().getTime() + aheadMs), settings: t.container.services.webhooks.settings, onDisabled: async () => {} });
 
 const hookRow = async (t: TestApp, orgId: string, id: string) => (await t.database.db.select().from(webhooks).where(and(eq(webhooks.organizationId, orgId), eq(webhooks.id, id))))[0];
 
@@ -387,7 +396,9 @@ describe('delivery', () => {
       // The worker dies with the request in flight: its claims go back to the queue.
       await first.stop(50);
       runner = await startRunner(app, 'second');
-      // The lane's lease (timeout + 30 s) must end before another worker may send.
+      // The lane's lease (timeout + 30 s) must end before another worker may send. It runs on the
+      // database's clock, so the test ends it there; the job waiting for its end is due on the app's.
+      await app.database.db.update(webhooks).set({ laneUntil: sql`now() - interval '1 second'` }).where(and(eq(webhooks.organizationId, org.orgId), eq(webhooks.id, hook.id)));
       app.clock.advance(61_000);
       const got = await rx.waitFor(2);
       expect(got[1].headers['x-service-idempotency-key']).toBe(got[0].headers['x-service-idempotency-key']);
@@ -399,6 +410,63 @@ describe('delivery', () => {
       const rows = await deliveries(org, hook.id);
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ attemptNumber: 1, success: true });
+    } finally {
+      await rx.close();
+    }
+  });
+
+  it('an instance whose clock is hours ahead does not take a held lane (leases on the database clock)', async ({ app, freshOrg: org }) => {
+    const rx = await startReceiver();
+    rx.replies.push('hang');
+    try {
+      const hook = await createHook(org, rx, { timeoutSeconds: 30 });
+      await registerAgent(org);
+      await rx.waitFor(1);
+      // A second dispatcher on the same database, its injected clock three hours ahead.
+      await otherDispatcher(app, 3 * 3600_000).deliver(org.orgId, hook.id);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(rx.received).toHaveLength(1);
+      rx.releaseHanging();
+      const rows = await eventually(async () => {
+        const d = await deliveries(org, hook.id);
+        return d.length === 1 ? d : null;
+      });
+      expect(rows[0]).toMatchObject({ attemptNumber: 1, success: true });
+      expect(rx.received).toHaveLength(1);
+    } finally {
+      await rx.close();
+    }
+  });
+
+  it('a database error mid-turn releases the lane: the next turn takes it at once', async ({ app, freshOrg: org }) => {
+    const rx = await startReceiver();
+    rx.replies.push({ status: 500 });
+    try {
+      const hook = await createHook(org, rx, { retryBackoffSeconds: 3600 });
+      await registerAgent(org);
+      await rx.waitFor(1);
+      await eventually(async () => (await app.database.db.select().from(webhookMessages).where(eq(webhookMessages.webhookId, hook.id)))[0]?.attempts === 1);
+      // An instance two hours ahead (the retry, 1 to 1.2 h away, is due for it, not yet for the file's runner) whose next query fails once.
+      let failures = 1;
+      const db = app.database.db;
+      const flaky = new Proxy(db, {
+        get(target, prop) {
+          if (prop === 'select' && failures > 0) {
+            failures--;
+            return () => {
+              throw new Error('connection reset');
+            };
+          }
+          const v = Reflect.get(target, prop, target);
+          return typeof v === 'function' ? v.bind(target) : v;
+        },
+      });
+      const dispatcher = otherDispatcher(app, 2 * 3600_000, flaky);
+      await expect(dispatcher.deliver(org.orgId, hook.id)).rejects.toThrow(/connection reset/);
+      expect(await hookRow(app, org.orgId, hook.id)).toMatchObject({ laneOwner: null, laneUntil: null });
+      await dispatcher.deliver(org.orgId, hook.id);
+      await rx.waitFor(2);
+      await eventually(async () => (await deliveries(org, hook.id)).length === 2);
     } finally {
       await rx.close();
     }
@@ -427,14 +495,72 @@ describe('delivery', () => {
   });
 });
 
+describe('retention', () => {
+  it('deletes finished messages and their attempts older than WEBHOOK_RETENTION_DAYS (30), never a pending one', async ({ app, freshOrg: org }) => {
+    // Driven by hand on the app's clock: the file's runner is stopped meanwhile.
+    await runner.stop(1000);
+    const ok = await startReceiver();
+    const bad = await startReceiver({ status: 500 });
+    const { delivery, deleteExpiredHistory } = app.container.services.webhooks;
+    const hooks = [await createHook(org, ok), await createHook(org, bad, { maxRetries: 0 }), await createHook(org, bad, { maxRetries: 10, retryBackoffSeconds: 60 })];
+    const [succeeding, failing, retrying] = hooks;
+    const deliverTo = async (targets: typeof hooks) => {
+      await delivery.dispatch();
+      for (const h of targets) await delivery.deliver(org.orgId, h.id);
+    };
+    const messages = async (id: string) => (await app.database.db.select().from(webhookMessages).where(and(eq(webhookMessages.organizationId, org.orgId), eq(webhookMessages.webhookId, id)))).map((m) => m.status).sort();
+    try {
+      await registerAgent(org);
+      await deliverTo(hooks);
+      // Four days later (under the 5 days of failures that disable a webhook), a second event.
+      app.clock.advance(4 * 86_400_000);
+      await registerAgent(org);
+      // The retrying webhook's lane does not run again: its first message stays pending since its first attempt.
+      await deliverTo([succeeding, failing]);
+      expect(await messages(succeeding.id)).toEqual(['succeeded', 'succeeded']);
+      expect(await messages(failing.id)).toEqual(['failed', 'failed']);
+      expect(await messages(retrying.id)).toEqual(['pending', 'pending']);
+      expect(await deliveries(org, retrying.id)).toHaveLength(1);
+
+      // 31 days after the first event, 27 after the second: the first event's finished history expires.
+      app.clock.advance(27 * 86_400_000);
+      // WEBHOOK_RETENTION_DAYS=0 keeps everything.
+      const keepAll = assemble({ config: { ...app.container.config, WEBHOOK_RETENTION_DAYS: 0 }, database: app.database, state: app.state, clock: app.clock });
+      expect(await keepAll.services.webhooks.deleteExpiredHistory()).toEqual({ deleted: 0, more: false });
+      expect(await messages(succeeding.id)).toEqual(['succeeded', 'succeeded']);
+      expect(await deleteExpiredHistory({ batchSize: 1, maxBatches: 1 })).toMatchObject({ more: true });
+      expect(await deleteExpiredHistory()).toMatchObject({ more: false });
+      expect(await messages(succeeding.id)).toEqual(['succeeded']);
+      expect(await messages(failing.id)).toEqual(['failed']);
+      const kept = await deliveries(org, succeeding.id);
+      expect(kept).toHaveLength(1);
+      expect(Date.parse(kept[0].createdAt)).toBe(app.clock.now().getTime() - 27 * 86_400_000);
+      expect(await deliveries(org, failing.id)).toHaveLength(1);
+      // Still to be delivered: kept, with its attempt, however old.
+      expect(await messages(retrying.id)).toEqual(['pending', 'pending']);
+      expect(await deliveries(org, retrying.id)).toHaveLength(1);
+    } finally {
+      await ok.close();
+      await bad.close();
+      runner = await startRunner(app);
+    }
+  });
+
+  it('the cutoff is that many days back; none when WEBHOOK_RETENTION_DAYS is 0', () => {
+    expect(webhookRetentionCutoff(0, new Date())).toBeNull();
+    expect(webhookRetentionCutoff(30, new Date('2026-03-31T00:00:00Z'))).toEqual(new Date('2026-03-01T00:00:00Z'));
+  });
+});
+
 describe.skipIf(!process.env.DATABASE_URL)('two workers on PostgreSQL', () => {
-  it('never send the same attempt twice', async ({ app, freshOrg: org }) => {
+  it('never send the same attempt twice, even with injected clocks hours apart', async ({ app, freshOrg: org }) => {
     const other = await createTestApp();
-    // Lane leases are judged on each instance's clock: instances must agree on the time (as real
-    // ones do within seconds), and this file's app clock was moved forward by the tests above.
-    other.clock.set(app.clock.now());
+    // Lane leases are judged on the database's clock (docs/decisions.md, "Webhook lanes on the
+    // database's clock"): a second instance whose clock is hours ahead must not take a held lane.
+    other.clock.set(app.clock.now().getTime() + 3 * 3600_000);
     const second = await startRunner(other, 'pg-second');
-    const rx = await startReceiver();
+    // A slow receiver keeps lanes held, so the other instance's jobs meet them held.
+    const rx = await startReceiver({ status: 200, delayMs: 30 });
     try {
       await createHook(org, rx);
       await createHook(org, rx);

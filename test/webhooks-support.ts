@@ -11,8 +11,8 @@ export interface Received {
   at: number;
 }
 
-/** What the receiver answers to one request: a status (and headers/body), 'hang' (never answers) or 'destroy'. */
-export type Reply = { status: number; headers?: Record<string, string>; body?: string } | 'hang' | 'destroy';
+/** What the receiver answers to one request: a status (and headers/body, after `delayMs`), 'hang' (never answers) or 'destroy'. */
+export type Reply = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang' | 'destroy';
 
 export interface Receiver {
   url: string;
@@ -64,8 +64,12 @@ export async function startReceiver(fallback: Reply = { status: 200 }): Promise<
       const reply = rx.replies.shift() ?? rx.fallback;
       if (reply === 'hang') return void hanging.push(res);
       if (reply === 'destroy') return void req.socket.destroy();
-      res.writeHead(reply.status, reply.headers ?? {});
-      res.end(reply.body ?? 'ok');
+      const answer = () => {
+        res.writeHead(reply.status, reply.headers ?? {});
+        res.end(reply.body ?? 'ok');
+      };
+      if (reply.delayMs) setTimeout(answer, reply.delayMs);
+      else answer();
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

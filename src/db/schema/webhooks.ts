@@ -100,5 +100,8 @@ export const webhookDeliveries = pgTable(
     foreignKey({ columns: [t.organizationId, t.messageId], foreignColumns: [webhookMessages.organizationId, webhookMessages.id], name: 'webhook_deliveries_message_fk' }).onDelete('cascade'),
     // GET /webhooks/{id}/deliveries: a webhook's most recent attempts first.
     index('webhook_deliveries_recent_idx').on(t.organizationId, t.webhookId, t.createdAt),
+    // A message's attempts: the ON DELETE CASCADE of retention (and of deleting a webhook) finds them
+    // here instead of scanning the organization's attempts once per deleted message.
+    index('webhook_deliveries_message_idx').on(t.organizationId, t.messageId),
   ],
 );

@@ -7,9 +7,10 @@
  */
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Config } from '../../config.js';
+import type { Clock } from '../../core/clock.js';
 import { OutboundError, sendOutbound, type OutboundResponse } from '../../lib/outbound.js';
+import { postSigned } from '../../lib/signed-post.js';
 import { eventEnvelope } from '../events/outbox.js';
-import { signatureHeaders } from '../../lib/webhook-signature.js';
 import type { EmailConfiguration, PagerDutyConfiguration, SlackConfiguration, WebhookConfiguration } from './configuration.js';
 import type { NotificationMessage } from './schemas.js';
 
@@ -31,15 +32,21 @@ export interface Envelope {
   createdAt: string;
 }
 
-export type SenderConfig = Pick<Config, 'SMTP_URL' | 'SMTP_FROM' | 'PAGERDUTY_EVENTS_URL' | 'NOTIFICATION_TIMEOUT_MS' | 'allowPrivateTargets'>;
+export type SenderConfig = Pick<Config, 'SMTP_URL' | 'SMTP_FROM' | 'PAGERDUTY_EVENTS_URL' | 'NOTIFICATION_TIMEOUT_MS' | 'WEBHOOK_SIGNATURE_VERSION' | 'allowPrivateTargets'>;
 
 const USER_AGENT = 'AgentGovernance-Notifications/1.0';
+/** Response bytes read from a channel's target (the answer is not kept). */
+const RESPONSE_BYTES = 4096;
 
 /** Sends notifications for one configuration (one SMTP transport per process, made on first use; it opens a connection per message and keeps none). */
 export class Sender {
   private mailer: Transporter | undefined;
 
-  constructor(private readonly config: SenderConfig) {}
+  /** `clock` signs channel webhooks (their timestamp), as webhook deliveries are signed. */
+  constructor(
+    private readonly config: SenderConfig,
+    private readonly clock: Clock,
+  ) {}
 
   /** Delivers `message` to `target`; answers the outcome (never throws). */
   async deliver(target: DeliveryTarget, message: NotificationMessage, envelope: Envelope): Promise<DeliveryOutcome> {
@@ -48,9 +55,9 @@ export class Sender {
         case 'email':
           return await this.email(target.configuration as EmailConfiguration, message);
         case 'slack':
-          return await this.http((target.configuration as SlackConfiguration).webhookUrl, slackBody(message), {}, 'strict');
+          return await this.http((target.configuration as SlackConfiguration).webhookUrl, slackBody(message), 'strict');
         case 'pagerduty':
-          return await this.http(this.config.PAGERDUTY_EVENTS_URL, pagerDutyBody((target.configuration as PagerDutyConfiguration).routing_key, message), {}, 'strict');
+          return await this.http(this.config.PAGERDUTY_EVENTS_URL, pagerDutyBody((target.configuration as PagerDutyConfiguration).routing_key, message), 'strict');
         case 'webhook':
           return await this.webhook(target, message, envelope);
         default:
@@ -62,18 +69,27 @@ export class Sender {
     }
   }
 
-  private async http(url: string, body: string, headers: Record<string, string>, policy: RetryPolicy): Promise<DeliveryOutcome> {
+  private http(url: string, body: string, policy: RetryPolicy): Promise<DeliveryOutcome> {
+    return this.outcomeOf(
+      () =>
+        sendOutbound({
+          url,
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT },
+          timeoutMs: this.config.NOTIFICATION_TIMEOUT_MS,
+          maxResponseBytes: RESPONSE_BYTES,
+          allowPrivate: this.config.allowPrivateTargets,
+        }),
+      policy,
+    );
+  }
+
+  /** The outcome of one outbound POST: a 2xx succeeds; refusals by the guard and answers are judged by `policy`. */
+  private async outcomeOf(send: () => Promise<OutboundResponse>, policy: RetryPolicy): Promise<DeliveryOutcome> {
     let res: OutboundResponse;
     try {
-      res = await sendOutbound({
-        url,
-        method: 'POST',
-        body,
-        headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...headers },
-        timeoutMs: this.config.NOTIFICATION_TIMEOUT_MS,
-        maxResponseBytes: 4096,
-        allowPrivate: this.config.allowPrivateTargets,
-      });
+      res = await send();
     } catch (err) {
       if (err instanceof OutboundError) {
         // A URL the guard refuses stays refused; everything else on the way may pass next time.
@@ -106,9 +122,10 @@ export class Sender {
         data: message.data ?? null,
       },
     });
-    // Signed at the machine's time, not the injected clock: receivers compare it with their own clocks.
-    const signed = signatureHeaders({ body, eventId: envelope.id, idempotencyKey, secrets: [c.secret], version: 'v2', timestamp: Math.floor(Date.now() / 1000) });
-    return this.http(c.url, body, signed, 'webhook');
+    // Signed as webhook deliveries are (one function): at the injected clock's now, with WEBHOOK_SIGNATURE_VERSION.
+    const settings = { version: this.config.WEBHOOK_SIGNATURE_VERSION, allowPrivate: this.config.allowPrivateTargets };
+    const post = { url: c.url, body, eventId: envelope.id, idempotencyKey, secrets: [c.secret], userAgent: USER_AGENT, timeoutMs: this.config.NOTIFICATION_TIMEOUT_MS, maxResponseBytes: RESPONSE_BYTES };
+    return this.outcomeOf(() => postSigned(post, settings, this.clock.now()), 'webhook');
   }
 
   private async email(c: EmailConfiguration, message: NotificationMessage): Promise<DeliveryOutcome> {
@@ -117,34 +134,33 @@ export class Sender {
     }
     const timeout = this.config.NOTIFICATION_TIMEOUT_MS;
     // smtp:// upgrades with STARTTLS when the server offers it; smtps:// is TLS from the start.
-    this.mailer ??= nodemailer.createTransport(
-      { url: this.config.SMTP_URL, connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout },
-      { from: this.config.SMTP_FROM },
-    );
-    const send = this.mailer.sendMail({
-      to: c.recipients,
-      subject: emailSubject(message),
-      text: emailText(message),
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error('deadline'), { code: 'ETIMEDOUT' })), timeout);
-    });
+    this.mailer ??= nodemailer.createTransport({ url: this.config.SMTP_URL, ...smtpTimeouts(timeout) }, { from: this.config.SMTP_FROM });
     try {
-      await Promise.race([send, deadline]);
+      // The deadline aborts the send itself (nodemailer closes the connection), rather than racing a
+      // send that would carry on and deliver after we reported a timeout and queued a retry.
+      await this.mailer.sendMail({ to: c.recipients, subject: emailSubject(message), text: emailText(message), signal: AbortSignal.timeout(timeout) });
       return { ok: true };
     } catch (err) {
-      send.catch(() => {}); // the race's loser must not become an unhandled rejection
       const e = err as { code?: string; responseCode?: number };
       // A 5xx SMTP reply (a refused recipient or sender) is final; 4xx replies and connection trouble are not.
       const permanent = typeof e.responseCode === 'number' && e.responseCode >= 500;
-      const detail = [e.code, e.responseCode].filter((x) => x !== undefined).join(' ');
-      const kind = e.code === 'ETIMEDOUT' ? 'timeout' : 'smtp';
-      return { ok: false, permanent, kind, message: `SMTP delivery failed${detail ? ` (${detail})` : ''}` };
-    } finally {
-      clearTimeout(timer);
+      const timedOut = e.code === 'ETIMEDOUT' || e.code === 'EABORT';
+      const detail = [timedOut ? 'ETIMEDOUT' : e.code, e.responseCode].filter((x) => x !== undefined).join(' ');
+      return { ok: false, permanent, kind: timedOut ? 'timeout' : 'smtp', message: `SMTP delivery failed${detail ? ` (${detail})` : ''}` };
     }
   }
+}
+
+/**
+ * The SMTP transport's own timeouts, within the delivery deadline `timeoutMs`: connecting (DNS, TCP,
+ * TLS and the greeting) and any silence of the server each get half of it, so a server that stops
+ * answering is given up by nodemailer itself before the deadline aborts the send. What remains is
+ * at-least-once: a server that accepted the message's data but answers after the deadline may deliver
+ * it, and the retry sends it again (docs/decisions.md, "Notification channels: email deadline").
+ */
+export function smtpTimeouts(timeoutMs: number) {
+  const half = Math.max(1, Math.floor(timeoutMs / 2));
+  return { connectionTimeout: half, greetingTimeout: half, socketTimeout: half, dnsTimeout: half };
 }
 
 /**

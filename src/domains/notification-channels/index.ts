@@ -16,7 +16,7 @@ export const notificationChannelsModule = defineModule({
   routes: notificationChannelRoutes,
   needs: ['config', 'db', 'clock'],
   services: ({ config, db, clock }) => {
-    const sender = new Sender(config);
+    const sender = new Sender(config, clock);
     return { sender, deliver: (job: { id: string; organizationId: string; payload: unknown }) => runDelivery(db, sender, clock, job) };
   },
   // Retries with full jitter up to 15 s · 2^(n-1) (15, 30, 60, 120, 240 s bounds): a target down

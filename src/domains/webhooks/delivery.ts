@@ -10,6 +10,11 @@
  *  2. deliver (job `webhooks.deliver`): takes the webhook's lane (a lease on its row), sends its due
  *     messages oldest event first, records each attempt, schedules retries, releases the lane and
  *     looks once more (a message committed while the lane was held is never stranded).
+ *
+ * Lane leases are taken, renewed and judged on the database's clock (`now()` in SQL), never on an
+ * instance's: instances whose clocks disagree still agree on who holds a lane. Scheduling times
+ * (nextAttemptAt, job run times) stay on the injected clock (docs/decisions.md, "Webhook lanes on the
+ * database's clock").
  */
 import { randomUUID } from 'node:crypto';
 import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm';
@@ -54,6 +59,12 @@ export interface DeliveryDeps {
 
 interface LaneHook extends WebhookRow {}
 
+/** One job's turn on a lane: sends so far and when it began (for the hand-over). */
+interface Turn {
+  started: number;
+  sends: number;
+}
+
 /** Delay before the retry that follows failed attempt `n` (1-based): backoff·2^(n-1), plus up to 20 % jitter, capped at a day. */
 export function retryDelayMs(hook: Pick<WebhookRow, 'retryBackoffSeconds'>, n: number, outcome: Pick<SendOutcome, 'retryAfterSeconds'>, random: () => number = Math.random) {
   if (outcome.retryAfterSeconds !== null) return Math.min(MAX_RETRY_AFTER_S, Math.max(1, outcome.retryAfterSeconds)) * 1000;
@@ -97,17 +108,24 @@ export class WebhookDelivery {
     const now = this.deps.clock.now();
     const orgs = [...new Set(events.map((e) => e.organizationId))];
     // FOR SHARE: a lane releasing meanwhile waits for this commit, so its re-check sees these messages
-    // (the skip of a held lane below relies on it).
+    // (the skip of a held lane below relies on it). `laneHeld` is judged on the database's clock.
     const hooks = await tx
-      .select({ organizationId: webhooks.organizationId, id: webhooks.id, eventTypes: webhooks.eventTypes, agentIds: webhooks.agentIds, laneUntil: webhooks.laneUntil })
+      .select({ organizationId: webhooks.organizationId, id: webhooks.id, eventTypes: webhooks.eventTypes, agentIds: webhooks.agentIds, laneHeld: sql<boolean>`coalesce(${webhooks.laneUntil} > now(), false)` })
       .from(webhooks)
       .where(and(inArray(webhooks.organizationId, orgs), eq(webhooks.isActive, true)))
       .for('share');
+    // Grouped once by organization: each event looks only at its own organization's webhooks.
+    const hooksByOrg = new Map<string, typeof hooks>();
+    for (const h of hooks) {
+      const list = hooksByOrg.get(h.organizationId);
+      if (list) list.push(h);
+      else hooksByOrg.set(h.organizationId, [h]);
+    }
     const messages: (typeof webhookMessages.$inferInsert)[] = [];
-    const touched = new Map<string, { organizationId: string; id: string; laneUntil: Date | null }>();
+    const touched = new Map<string, (typeof hooks)[number]>();
     for (const e of events) {
-      for (const h of hooks) {
-        if (h.organizationId !== e.organizationId || !h.eventTypes.includes(e.type)) continue;
+      for (const h of hooksByOrg.get(e.organizationId) ?? []) {
+        if (!h.eventTypes.includes(e.type)) continue;
         // agentIds null: every agent. Set: only events about those agents (an event about no agent matches none).
         if (h.agentIds && !(e.agentId && h.agentIds.includes(e.agentId))) continue;
         messages.push({ organizationId: e.organizationId, webhookId: h.id, eventId: e.id, eventType: e.type, body: e.body, idempotencyKey: e.idempotencyKey, nextAttemptAt: now, createdAt: now, updatedAt: now });
@@ -117,20 +135,23 @@ export class WebhookDelivery {
     if (messages.length > 0) await tx.insert(webhookMessages).values(messages).onConflictDoNothing();
     for (const h of touched.values()) {
       // A held lane re-checks for due messages after it releases: no job needed (nor one per event).
-      if (h.laneUntil && h.laneUntil > now) continue;
+      if (h.laneHeld) continue;
       await enqueue(tx, { type: DELIVER_JOB, organizationId: h.organizationId, payload: { webhookId: h.id } }, now);
     }
     await markEventsProcessed(tx, events, now);
     return events.length;
   }
 
-  /** Takes the lane of a webhook for `token`: answers the fresh row, or null when it is held or the webhook is gone or inactive. */
+  /**
+   * Takes (or renews) the lane of a webhook for `token`: answers the fresh row, or null when it is held
+   * or the webhook is gone or inactive. The lease is set and judged with the database's now(), so
+   * instances with differing clocks cannot take each other's lanes.
+   */
   private async takeLane(orgId: string, id: string, token: string): Promise<LaneHook | null> {
-    const now = this.deps.clock.now();
     const [row] = await this.deps.db
       .update(webhooks)
-      .set({ laneOwner: token, laneUntil: sql`${now.toISOString()}::timestamptz + make_interval(secs => ${webhooks.timeoutSeconds} + 30)` })
-      .where(and(eq(webhooks.organizationId, orgId), eq(webhooks.id, id), eq(webhooks.isActive, true), sql`(${webhooks.laneUntil} is null or ${webhooks.laneUntil} <= ${now.toISOString()}::timestamptz or ${webhooks.laneOwner} = ${token})`))
+      .set({ laneOwner: token, laneUntil: sql`now() + make_interval(secs => ${webhooks.timeoutSeconds} + 30)` })
+      .where(and(eq(webhooks.organizationId, orgId), eq(webhooks.id, id), eq(webhooks.isActive, true), sql`(${webhooks.laneUntil} is null or ${webhooks.laneUntil} <= now() or ${webhooks.laneOwner} = ${token})`))
       .returning();
     return row ?? null;
   }
@@ -158,60 +179,83 @@ export class WebhookDelivery {
    */
   async deliver(orgId: string, webhookId: string): Promise<void> {
     const token = randomUUID();
-    const started = performance.now();
-    let sends = 0;
+    const turn: Turn = { started: performance.now(), sends: 0 };
     for (;;) {
       const hook = await this.takeLane(orgId, webhookId, token);
       if (!hook) return this.laneBusy(orgId, webhookId);
-      let current: LaneHook | null = hook;
-      let renewedAt = performance.now();
-      let sinceRenew = 0;
-      drain: for (;;) {
-        const due = await this.dueMessages(orgId, webhookId, DUE_BATCH);
-        if (due.length === 0) break;
-        for (const m of due) {
-          if (sends >= TURN_MAX_SENDS || performance.now() - started > TURN_MAX_MS) {
-            // Hand over: the rest goes to a fresh job, behind the other webhooks' jobs.
-            // Released first: a continuation that found the lane still held would wait for the lease's end.
-            await this.releaseLane(orgId, webhookId, token);
-            await enqueue(this.deps.db, { type: DELIVER_JOB, organizationId: orgId, payload: { webhookId } }, this.deps.clock.now());
-            return;
-          }
-          // Renewed every RENEW_EVERY sends or RENEW_MS, which also re-reads the webhook (a PATCH or a
-          // rotation applies within that); the lease is far longer, so a live turn never loses it.
-          if (sinceRenew >= RENEW_EVERY || performance.now() - renewedAt > RENEW_MS) {
-            current = await this.takeLane(orgId, webhookId, token);
-            renewedAt = performance.now();
-            sinceRenew = 0;
-          }
-          sinceRenew++;
-          if (!current) return; // lost the lane (disabled, deleted, or our lease lapsed): the new holder carries on
-          const now = this.deps.clock.now();
-          const outcome = await sendSigned(current, m, this.deps.settings(), now);
-          sends++;
-          const verdict = await this.record(current, m, outcome, token);
-          if (verdict === 'lost') return;
-          if (verdict === 'disabled') {
-            await this.deps.onDisabled(orgId);
-            return;
-          }
-        }
-        if (due.length < DUE_BATCH) break drain;
+      let ended: boolean;
+      try {
+        ended = await this.drain(hook, token, turn);
+      } catch (err) {
+        // A failed query (or any error) mid-turn must not leave the lane held until its lease ends:
+        // released here, so the job's retry or the next job takes it at once. Best effort: if the
+        // release fails too, the lease still ends. Conditional on our token, so it never frees
+        // someone else's lane.
+        await this.releaseLane(orgId, webhookId, token).catch(() => {});
+        throw err;
       }
+      if (ended) return;
       await this.releaseLane(orgId, webhookId, token);
       // A message committed while we held the lane saw it held and enqueued nothing: look once more.
       if ((await this.dueMessages(orgId, webhookId, 1)).length === 0) return;
     }
   }
 
-  /** The lane is held (or the webhook inactive/gone): if held, make sure someone looks when its lease ends. */
+  /**
+   * Sends the lane's due messages while holding it. Answers true when the turn ended here (handed
+   * over, lane lost, webhook disabled), false when nothing due is left and the lane is still ours.
+   */
+  private async drain(hook: LaneHook, token: string, turn: Turn): Promise<boolean> {
+    const { organizationId: orgId, id: webhookId } = hook;
+    let current: LaneHook | null = hook;
+    let renewedAt = performance.now();
+    let sinceRenew = 0;
+    for (;;) {
+      const due = await this.dueMessages(orgId, webhookId, DUE_BATCH);
+      for (const m of due) {
+        if (turn.sends >= TURN_MAX_SENDS || performance.now() - turn.started > TURN_MAX_MS) {
+          // Hand over: the rest goes to a fresh job, behind the other webhooks' jobs.
+          // Released first: a continuation that found the lane still held would wait for the lease's end.
+          await this.releaseLane(orgId, webhookId, token);
+          await enqueue(this.deps.db, { type: DELIVER_JOB, organizationId: orgId, payload: { webhookId } }, this.deps.clock.now());
+          return true;
+        }
+        // Renewed every RENEW_EVERY sends or RENEW_MS, which also re-reads the webhook (a PATCH or a
+        // rotation applies within that); the lease is far longer, so a live turn never loses it.
+        if (sinceRenew >= RENEW_EVERY || performance.now() - renewedAt > RENEW_MS) {
+          current = await this.takeLane(orgId, webhookId, token);
+          renewedAt = performance.now();
+          sinceRenew = 0;
+        }
+        sinceRenew++;
+        if (!current) return true; // lost the lane (disabled, deleted, or our lease lapsed): the new holder carries on
+        const outcome = await sendSigned(current, m, this.deps.settings(), this.deps.clock.now());
+        turn.sends++;
+        const verdict = await this.record(current, m, outcome, token);
+        if (verdict === 'lost') return true;
+        if (verdict === 'disabled') {
+          await this.deps.onDisabled(orgId);
+          return true;
+        }
+      }
+      if (due.length < DUE_BATCH) return false;
+    }
+  }
+
+  /**
+   * The lane is held (or the webhook inactive/gone): if held, make sure someone looks when its lease
+   * ends. The lease is on the database's clock: what is left of it is read there and the job is due
+   * that long after the injected clock's now.
+   */
   private async laneBusy(orgId: string, webhookId: string) {
     const [row] = await this.deps.db
-      .select({ isActive: webhooks.isActive, laneUntil: webhooks.laneUntil })
+      .select({ isActive: webhooks.isActive, leftMs: sql<number | null>`(extract(epoch from (${webhooks.laneUntil} - now())) * 1000)::float8` })
       .from(webhooks)
       .where(and(eq(webhooks.organizationId, orgId), eq(webhooks.id, webhookId)));
-    if (!row || !row.isActive || !row.laneUntil) return;
-    await enqueue(this.deps.db, { type: DELIVER_JOB, organizationId: orgId, payload: { webhookId }, runAt: row.laneUntil }, this.deps.clock.now());
+    if (!row || !row.isActive || row.leftMs === null) return;
+    const now = this.deps.clock.now();
+    const runAt = new Date(now.getTime() + Math.max(0, Math.ceil(Number(row.leftMs))));
+    await enqueue(this.deps.db, { type: DELIVER_JOB, organizationId: orgId, payload: { webhookId }, runAt }, now);
   }
 
   /**
@@ -247,14 +291,11 @@ export class WebhookDelivery {
       );
       return row.n > 0 ? 'ok' : 'lost';
     }
+    // A failed attempt (the success case returned above).
     return this.deps.db.transaction(async (tx) => {
       const [w] = await tx
         .update(webhooks)
-        .set(
-          o.success
-            ? { successCount: sql`${webhooks.successCount} + 1`, lastTriggeredAt: now, lastSuccessAt: now, failingSince: null }
-            : { failureCount: sql`${webhooks.failureCount} + 1`, lastTriggeredAt: now, lastFailureAt: now, lastFailureReason: o.errorMessage, failingSince: sql`coalesce(${webhooks.failingSince}, ${now.toISOString()}::timestamptz)` },
-        )
+        .set({ failureCount: sql`${webhooks.failureCount} + 1`, lastTriggeredAt: now, lastFailureAt: now, lastFailureReason: o.errorMessage, failingSince: sql`coalesce(${webhooks.failingSince}, ${now.toISOString()}::timestamptz)` })
         .where(and(eq(webhooks.organizationId, hook.organizationId), eq(webhooks.id, hook.id), eq(webhooks.laneOwner, token)))
         .returning({ failingSince: webhooks.failingSince });
       if (!w) return 'lost' as const;
@@ -268,19 +309,19 @@ export class WebhookDelivery {
         attemptNumber: attempt,
         statusCode: o.statusCode,
         responseBody: o.responseBody,
-        success: o.success,
+        success: false,
         errorMessage: o.errorMessage,
         durationMs: o.durationMs,
         createdAt: now,
       });
-      const failingTooLong = !o.success && w.failingSince !== null && now.getTime() - w.failingSince.getTime() >= FAILING_DISABLE_MS;
+      const failingTooLong = w.failingSince !== null && now.getTime() - w.failingSince.getTime() >= FAILING_DISABLE_MS;
       const disable = o.gone || failingTooLong;
       const exhausted = attempt > hook.maxRetries;
-      const retry = !o.success && !disable && !exhausted;
+      const retry = !disable && !exhausted;
       const nextAttemptAt = retry ? new Date(now.getTime() + retryDelayMs(hook, attempt, o, this.deps.random)) : now;
       await tx
         .update(webhookMessages)
-        .set({ attempts: attempt, status: o.success ? 'succeeded' : retry ? 'pending' : 'failed', nextAttemptAt, lastError: o.errorMessage, updatedAt: now })
+        .set({ attempts: attempt, status: retry ? 'pending' : 'failed', nextAttemptAt, lastError: o.errorMessage, updatedAt: now })
         .where(and(eq(webhookMessages.organizationId, m.organizationId), eq(webhookMessages.id, m.id)));
       if (retry) await enqueue(tx, { type: DELIVER_JOB, organizationId: hook.organizationId, payload: { webhookId: hook.id }, runAt: nextAttemptAt }, now);
       if (!disable) return 'ok' as const;
@@ -289,7 +330,7 @@ export class WebhookDelivery {
         : `Disabled: every delivery attempt failed for 5 days (last: ${o.errorMessage})`;
       await tx
         .update(webhooks)
-        .set({ isActive: false, lastFailureReason: reason, laneOwner: null, laneUntil: null, updatedAt: new Date() })
+        .set({ isActive: false, lastFailureReason: reason, laneOwner: null, laneUntil: null, updatedAt: now })
         .where(and(eq(webhooks.organizationId, hook.organizationId), eq(webhooks.id, hook.id)));
       // A change of the webhook like any other: audited, by the system on the receiver's behalf.
       const actor = systemActor(hook.organizationId, 'system:webhooks', 'Webhook delivery');

@@ -3,6 +3,7 @@ import { defineModule } from '../../core/module.js';
 import type { Subscriptions } from '../events/subscriptions.js';
 import { WebhookDelivery } from './delivery.js';
 import { DELIVER_JOB, DISPATCH_JOB } from './jobs.js';
+import { deleteExpiredWebhookHistory, webhookRetentionCutoff, type DeleteWebhookHistoryOptions } from './retention.js';
 import { webhookRoutes } from './routes.js';
 import { activeEventTypes, testWebhook } from './service.js';
 import { SubscriptionCache, SUBSCRIPTIONS_CACHE } from './subscriptions.js';
@@ -11,6 +12,7 @@ export { verifyWebhook } from '../../lib/webhook-signature.js';
 
 /** How often pending outbox events are swept up even if no wake-up job reached a runner. */
 export const DISPATCH_SWEEP_MS = 5_000;
+const HOUR_MS = 3_600_000;
 
 export const webhooksModule = defineModule({
   name: 'webhooks',
@@ -39,6 +41,11 @@ export const webhooksModule = defineModule({
       /** The rotation grace period, seconds. */
       graceSeconds: config.WEBHOOK_SECRET_GRACE_SECONDS,
       allowPrivate: config.allowPrivateTargets,
+      /** Deletes delivery history older than WEBHOOK_RETENTION_DAYS at the clock's now (nothing when 0), in bounded batches (sizes: retention.ts's defaults unless given). */
+      deleteExpiredHistory: async (limits: Pick<DeleteWebhookHistoryOptions, 'batchSize' | 'maxBatches'> = {}) => {
+        const before = webhookRetentionCutoff(config.WEBHOOK_RETENTION_DAYS, clock.now());
+        return before ? deleteExpiredWebhookHistory(db, { before, ...limits }) : { deleted: 0, more: false };
+      },
     };
   },
   jobTypes: (s) => [
@@ -50,6 +57,11 @@ export const webhooksModule = defineModule({
       options: { leaseMs: 3 * 60_000, baseDelayMs: 1_000, maxDelayMs: 60_000 },
     },
   ],
-  schedules: (s) => [{ name: 'webhooks-dispatch-sweep', everyMs: DISPATCH_SWEEP_MS, run: async () => void (await s.delivery.dispatch()) }],
+  schedules: (s) => [
+    { name: 'webhooks-dispatch-sweep', everyMs: DISPATCH_SWEEP_MS, run: async () => void (await s.delivery.dispatch()) },
+    // Hourly, in bounded batches: a run that hit its cap leaves the rest to the next hour rather than
+    // holding the worker (docs/decisions.md, "Webhook delivery retention").
+    { name: 'webhooks-retention', everyMs: HOUR_MS, run: async () => void (await s.deleteExpiredHistory()) },
+  ],
   caches: [SUBSCRIPTIONS_CACHE],
 });

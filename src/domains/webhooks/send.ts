@@ -3,8 +3,8 @@
  * outcome counts (docs/decisions.md, "Webhooks": 2xx succeeds; 3xx, 4xx, 5xx and no answer fail; 410
  * stops; 429 retries after Retry-After).
  */
-import { OutboundError, sendOutbound, type OutboundErrorKind } from '../../lib/outbound.js';
-import { signatureHeaders, type SignatureVersion } from '../../lib/webhook-signature.js';
+import { OutboundError, type OutboundErrorKind } from '../../lib/outbound.js';
+import { postSigned, type SigningSettings } from '../../lib/signed-post.js';
 import type { WebhookRow } from './service.js';
 
 /** `User-Agent` of every delivery. */
@@ -12,10 +12,8 @@ export const USER_AGENT = 'agent-governance-webhooks/1.0.0';
 /** Response bytes kept on a delivery row (the transfer is cut there). */
 export const RESPONSE_BODY_CAP = 4096;
 
-export interface SendSettings {
-  version: SignatureVersion;
-  allowPrivate: boolean;
-}
+/** The signature version and outbound rule in force (the shared signed POST's settings). */
+export type SendSettings = SigningSettings;
 
 export interface SendOutcome {
   success: boolean;
@@ -54,16 +52,14 @@ export async function sendSigned(
   settings: SendSettings,
   now: Date,
 ): Promise<SendOutcome> {
-  const headers = {
-    // Custom headers first: the schema refuses the reserved names, and ours are written after anyway.
-    ...hook.customHeaders,
-    'Content-Type': 'application/json',
-    'User-Agent': USER_AGENT,
-    ...signatureHeaders({ body: msg.body, eventId: msg.eventId, idempotencyKey: msg.idempotencyKey, secrets: signingSecrets(hook, now), version: settings.version, timestamp: Math.floor(now.getTime() / 1000) }),
-  };
   const started = performance.now();
   try {
-    const res = await sendOutbound({ url: hook.url, method: 'POST', headers, body: msg.body, timeoutMs: hook.timeoutSeconds * 1000, maxResponseBytes: RESPONSE_BODY_CAP, allowPrivate: settings.allowPrivate });
+    // Custom headers: the schema refuses the reserved names, and ours are written after anyway.
+    const res = await postSigned(
+      { url: hook.url, body: msg.body, eventId: msg.eventId, idempotencyKey: msg.idempotencyKey, secrets: signingSecrets(hook, now), customHeaders: hook.customHeaders, userAgent: USER_AGENT, timeoutMs: hook.timeoutSeconds * 1000, maxResponseBytes: RESPONSE_BODY_CAP },
+      settings,
+      now,
+    );
     const ok = res.status >= 200 && res.status < 300;
     const redirect = res.status >= 300 && res.status < 400;
     return {

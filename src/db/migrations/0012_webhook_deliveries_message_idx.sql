@@ -1,0 +1,1 @@
+CREATE INDEX "webhook_deliveries_message_idx" ON "webhook_deliveries" USING btree ("organization_id","message_id");

@@ -1,0 +1,93 @@
+/**
+ * Webhook delivery history retention: finished messages (succeeded or failed) with their attempts,
+ * deleted once they last changed more than WEBHOOK_RETENTION_DAYS ago, in bounded batches
+ * (docs/decisions.md, "Webhook delivery retention").
+ */
+import { sql } from 'drizzle-orm';
+import { rowsOf, type Executor } from '../../db/client.js';
+import { organizationIds } from '../organizations/index.js';
+
+const DAY_MS = 86_400_000;
+/** Organization ids per statement when listing the webhooks to sweep. */
+const ORGS_PER_LIST = 1000;
+
+/** The cutoff for a retention of `days` at `now`: history last changed before it expires; null when retention is off (0). */
+export function webhookRetentionCutoff(days: number, now: Date): Date | null {
+  return days > 0 ? new Date(now.getTime() - days * DAY_MS) : null;
+}
+
+export interface DeleteWebhookHistoryOptions {
+  /** Finished messages last changed before this instant are deleted, with their attempts. */
+  before: Date;
+  /** Messages per DELETE statement: bounds each statement's locks, WAL burst and duration. */
+  batchSize?: number;
+  /** DELETE statements per run at most; the rest waits for the next run. */
+  maxBatches?: number;
+}
+
+/**
+ * The smallest UUIDv7 of the millisecond `at`: every event id made before `at` sorts below it. Event
+ * ids are UUIDv7 made when the event was written, before any attempt, so a message finished before
+ * the cutoff has an event id below this bound (the next run catches an instance's clock skew).
+ */
+export function uuidv7Floor(at: Date): string {
+  const hex = Math.max(0, at.getTime()).toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+/**
+ * Deletes the delivery history of every webhook older than `before`: messages no longer pending whose
+ * last change (their last attempt, or their failing) is before it, and their attempts (ON DELETE
+ * CASCADE). A pending message is never deleted, however old: it still has a delivery to make. Runs
+ * webhook by webhook, `batchSize` messages per statement, until none is left or `maxBatches`
+ * statements ran; answers how many messages were deleted and whether some may remain.
+ */
+export async function deleteExpiredWebhookHistory(db: Executor, opts: DeleteWebhookHistoryOptions): Promise<{ deleted: number; more: boolean }> {
+  const batchSize = opts.batchSize ?? 1000;
+  const maxBatches = opts.maxBatches ?? 1000;
+  const before = opts.before.toISOString();
+  const floor = uuidv7Floor(opts.before);
+  let deleted = 0;
+  let batches = 0;
+  for (const { organizationId, id } of await webhooksOf(db, await organizationIds(db))) {
+    for (;;) {
+      if (batches >= maxBatches) return { deleted, more: true };
+      batches++;
+      // The event id bound lets the (organization, webhook, event, series) index stop at the cutoff
+      // instead of reading every message of the webhook; updated_at decides.
+      const [{ n }] = rowsOf<{ n: number }>(
+        await db.execute(sql`
+          with doomed as (
+            select id from webhook_messages
+             where organization_id = ${organizationId}::uuid and webhook_id = ${id}::uuid and event_id < ${floor}::uuid
+               and status <> 'pending' and updated_at < ${before}::timestamptz
+             limit ${batchSize}
+          ), gone as (
+            delete from webhook_messages m using doomed
+             where m.organization_id = ${organizationId}::uuid and m.id = doomed.id
+            returning 1
+          )
+          select count(*)::int as n from gone`),
+      );
+      deleted += Number(n);
+      if (Number(n) < batchSize) break;
+    }
+  }
+  return { deleted, more: false };
+}
+
+/** The webhooks of the organizations `orgIds`, in statements of ORGS_PER_LIST organizations. */
+async function webhooksOf(db: Executor, orgIds: string[]): Promise<{ organizationId: string; id: string }[]> {
+  const found: { organizationId: string; id: string }[] = [];
+  for (let i = 0; i < orgIds.length; i += ORGS_PER_LIST) {
+    const ids = `{${orgIds.slice(i, i + ORGS_PER_LIST).join(',')}}`;
+    const rows = rowsOf<{ organization_id: string; id: string }>(
+      await db.execute(sql`
+        select w.organization_id, w.id from unnest(${ids}::uuid[]) as o(id)
+          join webhooks w on w.organization_id = o.id
+         order by w.organization_id, w.id`),
+    );
+    found.push(...rows.map((r) => ({ organizationId: r.organization_id, id: r.id })));
+  }
+  return found;
+}
