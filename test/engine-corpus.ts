@@ -192,9 +192,8 @@ function context(): EngineContext {
  * apart: test/policies-engine.test.ts).
  */
 function canonical(d: Decision): string {
-  const { events, ...rest } = d as Decision & { errors?: Array<{ policyId: string | null }> };
-  const errors = [...(rest.errors ?? []), ...events.filter((e) => (e.type as string) === 'policy_error')].map((e) => e.policyId);
-  delete rest.errors;
+  const { events, errors: own, ...rest } = d as Omit<Decision, 'errors'> & { errors?: Array<{ policyId: string | null }> };
+  const errors = [...(own ?? []), ...events.filter((e) => (e.type as string) === 'policy_error')].map((e) => e.policyId);
   return JSON.stringify({ ...rest, events: events.filter((e) => (e.type as string) !== 'policy_error'), errors });
 }
 
