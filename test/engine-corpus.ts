@@ -164,6 +164,9 @@ export function corpusPolicies(): PolicyDefinition[] {
     ...OUTPUT_CATEGORIES.map((c) => policy('output_classifier', { categories: [c], blockOn: [c] })),
     policy('output_classifier', { categories: [...OUTPUT_CATEGORIES], blockOn: [] }),
     policy('output_classifier', { categories: [...OUTPUT_CATEGORIES], blockOn: ['secrets', 'injection'] }),
+    // The first blocking finding is the evidence: with several categories in blockOn it shows their order within a leaf.
+    policy('output_classifier', { categories: [...OUTPUT_CATEGORIES], blockOn: [...OUTPUT_CATEGORIES] }),
+    policy('output_classifier', { categories: ['code', 'url', 'profanity', 'secrets'], blockOn: ['code', 'url', 'profanity', 'secrets'] }),
     policy('output_classifier', { categories: ['url', 'pii', 'code'], blockOn: ['pii'] }),
     policy('output_classifier', { categories: ['pii', 'secrets', 'url'], blockOn: ['secrets'] }),
     policy('custom', { expression: 'request.tokens > 10000' }),
