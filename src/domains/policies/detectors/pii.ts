@@ -9,7 +9,7 @@
 import ipaddr from 'ipaddr.js';
 import type { PiiKind } from '../rules.js';
 import type { Finding, ScanResult } from './types.js';
-import { DEFAULT_CAPS, walkStrings, type WalkCaps } from './walk.js';
+import { collectStrings, DEFAULT_CAPS, type WalkCaps } from './walk.js';
 
 /** Findings per scan beyond which the scan stops (the first are enough to decide and to show). */
 export const MAX_FINDINGS = 100;
@@ -434,10 +434,11 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
       const budget = { custom: CUSTOM_PATTERN_CHARS };
       let full = true;
       let customCut = false;
-      const { truncated } = walkStrings(value, root, (text, path) => {
-        if (custom.length > 0 && text.length > budget.custom) customCut = true;
-        if (full) full = scanText(text, path, findings, budget);
-      }, caps);
+      const { texts, paths, truncated } = collectStrings(value, root, caps);
+      for (let i = 0; i < texts.length; i++) {
+        if (custom.length > 0 && texts[i].length > budget.custom) customCut = true;
+        if (full) full = scanText(texts[i], paths[i], findings, budget);
+      }
       return { findings, truncated: truncated || !full || customCut };
     },
   };
