@@ -400,8 +400,9 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
       if (k.pre && !k.pre(text)) continue;
       const re = k.re;
       re.lastIndex = 0;
-      const next = k.find ? (m: RegExpExecArray | null) => k.find!(text, m ? m.index + m[0].length : 0) : () => re.exec(text);
-      for (let m = next(null); m; m = next(m)) {
+      // The next match: from the anchor search when the kind has one, else the regex's own scan.
+      const find = k.find;
+      for (let m = find ? find(text, 0) : re.exec(text); m; m = find ? find(text, m.index + m[0].length) : re.exec(text)) {
         const score = k.score(m);
         if (score > 0) {
           // A labelled match locates the value, not the label (its group when the regex has one).

@@ -99,17 +99,19 @@ function costLimit(r: RuleDefinition<'cost_limit'>, def: PolicyDefinition): Eval
 }
 
 function budgetCap(r: RuleDefinition<'budget_cap'>): Evaluate {
+  const answer = (spent: number, estimate: number): Match[] => {
+    const after = spent + estimate;
+    // The budget is spent once the month-to-date reaches it: the next request is denied even with no estimate.
+    if (spent >= r.maxMonthlyCostUsd || after > r.maxMonthlyCostUsd)
+      return [{ code: 'budget.exceeded', message: `Month-to-date spend ${spent.toFixed(4)} USD plus the estimate exceeds the budget of ${r.maxMonthlyCostUsd} USD` }];
+    return NONE;
+  };
   return (s, ctx) => {
-    const answer = (spent: number): Match[] => {
-      const after = spent + (s.request.estimatedCostUsd ?? 0);
-      // The budget is spent once the month-to-date reaches it: the next request is denied even with no estimate.
-      if (spent >= r.maxMonthlyCostUsd || after > r.maxMonthlyCostUsd)
-        return [{ code: 'budget.exceeded', message: `Month-to-date spend ${spent.toFixed(4)} USD plus the estimate exceeds the budget of ${r.maxMonthlyCostUsd} USD` }];
-      return NONE;
-    };
+    const estimate = s.request.estimatedCostUsd ?? 0;
     // The spend the database holds now, not the agent's (possibly cached) copy.
     const spent = ctx.monthSpend(s.agent.id);
-    return spent instanceof Promise ? spent.then(answer) : answer(spent);
+    // A closure only on the asynchronous path: the synchronous one allocates nothing.
+    return spent instanceof Promise ? spent.then((v) => answer(v, estimate)) : answer(spent, estimate);
   };
 }
 
@@ -159,7 +161,7 @@ function customExpression(expression: string, def: PolicyDefinition): Evaluate {
   const program = cel.parse(expression);
   return (s, _ctx, report) => {
     try {
-      const v = program({ request: s.cel() });
+      const v = program(s.cel());
       if (v === true) return [{ code: 'custom.expression', message: `Expression of policy "${def.name}" is true` }];
       if (v === false) return NONE;
       report.errors.push({ policyId: def.id, error: 'expression did not answer a boolean' });

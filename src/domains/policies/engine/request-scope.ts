@@ -11,7 +11,7 @@
  *  - one SHA-256 per root: one scan-cache entry holds the root's PII kinds and its injection analysis;
  *  - the CEL view of the request (`request` + `request.agent`) and the parameters digest.
  */
-import { INJECTION_CAPS, scanInjection, scanInjectionLeaves, type InjectionAnalysis, type InjectionResult } from '../detectors/injection.js';
+import { analyseJoined, cachedByText, INJECTION_CAPS, scanInjection, scanInjectionLeaves, type InjectionAnalysis, type InjectionResult } from '../detectors/injection.js';
 import { CATEGORY_KINDS, LEAF_CATEGORIES, leafFindings, type LeafCategory, type LeafFinding, type LeafSource, type OutputClassification, type OutputClassifier } from '../detectors/output-classifier.js';
 import { compilePiiDetector, MAX_FINDINGS, textSignals, type PiiDetector, type TextSignals } from '../detectors/pii.js';
 import { cachedScan, textDigest, worthCaching } from '../detectors/scan-cache.js';
@@ -82,7 +82,7 @@ export class RequestScope {
   private categories?: Array<ReadonlyArray<readonly LeafFinding[]> | undefined>;
   private source?: LeafSource;
   private classifyMemo?: Map<string, OutputClassification>;
-  private celMemo: Record<string, unknown> | null = null;
+  private celMemo: { request: Record<string, unknown> } | null = null;
   private digestMemo: string | null | undefined;
 
   constructor(
@@ -183,10 +183,8 @@ export class RequestScope {
     }
     const entry = this.joined(r);
     // The entry's key names the leaves only when none holds a NUL; otherwise the analysis is cached by its own text.
-    const cached = r.nul
-      ? (joined: string, compute: () => InjectionAnalysis) => (worthCaching(joined.length) ? cachedScan(`${this.agent.id}:injection:${textDigest(joined)}`, compute) : compute())
-      : (_joined: string, compute: () => InjectionAnalysis) => (entry.injection ??= compute());
-    return (r.injection = scanInjectionLeaves(r.leaves, cached));
+    const agentId = this.agent.id;
+    return (r.injection = scanInjectionLeaves(r.leaves, r.nul ? (join) => cachedByText(agentId, join()) : (join) => (entry.injection ??= analyseJoined(join()))));
   }
 
   /** Runs `classifier` (named by `key`, its categories) over `output` once per request, its categories' findings shared with the other classifiers. */
@@ -234,9 +232,9 @@ export class RequestScope {
     return out;
   }
 
-  /** The CEL variable `request`: the enforce body plus `agent`. */
-  cel(): Record<string, unknown> {
-    return (this.celMemo ??= { ...this.request, agent: this.agent });
+  /** The CEL variables: `request`, the enforce body plus `agent` (one object for every expression of the request). */
+  cel(): { request: Record<string, unknown> } {
+    return (this.celMemo ??= { request: { ...this.request, agent: this.agent } });
   }
 
   /** Hex SHA-256 of the canonical JSON of `action.parameters` (`{}` when absent). */
