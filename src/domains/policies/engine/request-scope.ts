@@ -12,7 +12,7 @@
  *  - the CEL view of the request (`request` + `request.agent`) and the parameters digest.
  */
 import { analyseJoined, cachedByText, INJECTION_CAPS, scanInjection, scanInjectionLeaves, type InjectionAnalysis, type InjectionResult } from '../detectors/injection.js';
-import { CATEGORY_KINDS, LEAF_CATEGORIES, leafFindings, type LeafCategory, type LeafFinding, type LeafSource, type OutputClassification, type OutputClassifier } from '../detectors/output-classifier.js';
+import { CATEGORY_KINDS, LEAF_CATEGORIES, leafFindings, type LeafCategory, type LeafFinding, type OutputClassification, type OutputClassifier } from '../detectors/output-classifier.js';
 import { compilePiiDetector, MAX_FINDINGS, textSignals, type PiiDetector, type TextSignals } from '../detectors/pii.js';
 import { cachedScan, textDigest, worthCaching } from '../detectors/scan-cache.js';
 import type { Finding } from '../detectors/types.js';
@@ -80,7 +80,6 @@ export class RequestScope {
   private input?: RootState;
   private output?: RootState;
   private categories?: Array<ReadonlyArray<readonly LeafFinding[]> | undefined>;
-  private source?: LeafSource;
   private classifyMemo?: Map<string, OutputClassification>;
   private celMemo: { request: Record<string, unknown> } | null = null;
   private digestMemo: string | null | undefined;
@@ -192,7 +191,7 @@ export class RequestScope {
     const memo = (this.classifyMemo ??= new Map());
     let c = memo.get(key);
     if (!c) {
-      c = classifier.classifyLeaves(this.leaves('output'), (this.source ??= (category, leaf) => this.category(category)[leaf]), () => this.injection('output'));
+      c = classifier.classifyLeaves(this.leaves('output'), (category, leaf) => this.category(category)[leaf], () => this.injection('output'));
       memo.set(key, c);
     }
     return c;
