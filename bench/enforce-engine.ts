@@ -131,7 +131,7 @@ const noScans = ALL.filter((p) => !['injection_scan', 'output_classifier', 'data
 const noScansCompiled = compileAll(noScans);
 row(`decide: without scanning types (${noScans.length})`, measure(() => decide(noScansCompiled, request, ctx)));
 const rate = (st: { hits: number; misses: number }) => `${st.hits} hits, ${st.misses} misses`;
-console.log(`scan cache: miss run ${rate(missStats)}; hit run ${rate(hitStats)} (one entry per scan and text: injection per root, each PII kind per root)`);
+console.log(`scan cache: miss run ${rate(missStats)}; hit run ${rate(hitStats)} (one entry per root text of 512+ characters: its PII kinds and its injection analysis)`);
 console.log(`load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${availableParallelism()} cores (a p99 far above p50 is mostly the process being descheduled)`);
 console.log(`enforce-engine p99 (cache miss): ${full.p99.toFixed(0)} µs wall, ${full.cpu99.toFixed(0)} µs CPU (target < 250); p50 ${full.p50.toFixed(0)} µs, ratio to baseline ${(full.p50 / baseline.p50).toFixed(1)}`);
 console.log(`enforce-engine p99 (cache hit): ${hit.p99.toFixed(0)} µs wall, ${hit.cpu99.toFixed(0)} µs CPU; p50 ${hit.p50.toFixed(0)} µs`);

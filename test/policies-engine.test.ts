@@ -274,22 +274,45 @@ describe('custom expression (CEL)', () => {
     expect((await run([cel('request.tokens > 1000')], { tokens: 5000 })).decision).toBe('deny');
   });
 
-  it('an evaluation error is a non-match with a policy_error event', async () => {
+  it('an evaluation error is a non-match reported as a policy error, not as an outbox event', async () => {
     const p = cel('request.output.secret == "x"');
     const d = await run([p]);
     expect(d.decision).toBe('allow');
-    expect(d.events).toEqual([{ type: 'policy_error', policyId: p.id, data: { error: expect.stringContaining('output') } }]);
+    expect(d.events).toEqual([]);
+    expect(d.errors).toEqual([{ policyId: p.id, error: 'CEL evaluation failed: no such key' }]);
     const notBool = await run([cel('request.action.name')]);
     expect(notBool.decision).toBe('allow');
-    expect(notBool.events[0].data.error).toBe('expression did not answer a boolean');
+    expect(notBool.errors[0].error).toBe('expression did not answer a boolean');
   });
 
-  it('an expression that does not compile reports policy_error and never matches', async () => {
+  it('a failed evaluation reports its kind, never the request values the library quotes', async () => {
+    const secret = 'sk-proj-Zq8vN3xK7pL2mR9tW4yB6cD1';
+    const exprs = [
+      'request.metadata[request.input] == 1', // cel-js: "No such key: <the key>"
+      'duration(request.input) > duration("1s")', // "Invalid duration string: <the string, less its first character>"
+      'request.input.matches(request.output)', // "Invalid regular expression: <the pattern>"
+      'request.input + 1 > 0', // "no such overload: dyn<string> + int"
+    ];
+    const policies = exprs.map(cel);
+    const d = await run(policies, { input: secret, output: `(${secret}`, metadata: { k: 1 } });
+    expect(d.decision).toBe('allow');
+    expect(d.errors.map((e) => e.error)).toEqual([
+      'CEL evaluation failed: no such key',
+      'CEL evaluation failed: invalid duration',
+      'CEL evaluation failed: invalid regular expression',
+      'CEL evaluation failed: no such overload',
+    ]);
+    const text = JSON.stringify(d);
+    for (const part of [secret, secret.slice(1), secret.slice(0, 12)]) expect(text).not.toContain(part);
+  });
+
+  it('an expression that does not compile reports a policy error and never matches', async () => {
     const p = cel('request.x ==');
     expect(compilePolicy(p).problem).toBeTruthy();
     const d = await run([p]);
     expect(d.decision).toBe('allow');
-    expect(d.events[0].type).toBe('policy_error');
+    expect(d.errors).toEqual([{ policyId: p.id, error: compilePolicy(p).problem }]);
+    expect(d.events).toEqual([]);
   });
 });
 

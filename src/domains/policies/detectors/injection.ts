@@ -17,7 +17,7 @@ import { GateIndex, gateOf, type Gate } from './rule-gate.js';
 import { META, QUOTED, RULES, type Rule } from './injection-rules.js';
 import type { Finding } from './types.js';
 import { cachedScan, textDigest, worthCaching } from './scan-cache.js';
-import { walkStrings, type WalkCaps } from './walk.js';
+import { collectStrings, type Leaves, type WalkCaps } from './walk.js';
 
 /** Characters scanned per request (input or output) by the injection detector. */
 export const INJECTION_CAPS: WalkCaps = { maxChars: 64 * 1024, maxDepth: 32, maxNodes: 10_000 };
@@ -68,17 +68,18 @@ function quotedRanges(text: string): Array<[number, number]> {
 
 const SELF = /\b(?:my|our|i|we)\b/;
 
-function runRules(view: View, cueSet: Cues, tag: string, hits: Hit[], seen: Set<string>, quotes: () => Array<[number, number]>, asCode?: string): void {
+/** `seen` marks the rules already found in an earlier view of the same text (by index: every cue set lists RULES in order). */
+function runRules(view: View, cueSet: Cues, tag: string, hits: Hit[], seen: Uint8Array, quotes: () => Array<[number, number]>, asCode?: string): void {
   const t = view.text;
   const open = cueSet.index.open(t, view.map === null);
   const rules = cueSet.rules;
   for (let k = 0; k < rules.length; k++) {
     const rule = rules[k];
-    if (!open[k] || seen.has(`r${k}`)) continue;
+    if (!open[k] || seen[k]) continue;
     rule.re.lastIndex = 0;
     const m = rule.re.exec(t);
     if (!m) continue;
-    seen.add(`r${k}`);
+    seen[k] = 1;
     let weight = rule.weight;
     if (rule.selfAware && SELF.test(m[0])) weight = 0.25;
     // The same cue twice (never refuse, never apologise) is more evidence than once.
@@ -179,7 +180,7 @@ function analyse(src: string, depth = 0): { score: number; hits: Hit[] } {
   const f = fold(src);
   const sig = f.map === null ? asciiSignals(src) : null;
   const hits: Hit[] = [];
-  const seen = new Set<string>();
+  const seen = new Uint8Array(RULES.length);
   let memo: Array<[number, number]> | null = null;
   const quotes = () => (memo ??= quotedRanges(f.text));
   const none = () => [];
@@ -249,28 +250,29 @@ export function scoreText(text: string, path = 'input'): InjectionResult {
   return { score, top: findings[0] ?? null, findings, truncated: false };
 }
 
+/** What `analyse` answers for a joined text (offsets in that text): what the scan cache keeps. */
+export type InjectionAnalysis = ReturnType<typeof analyse>;
+
+/** Answers the analysis of the joined text `join()` answers: `analyseJoined` of it, or a copy kept for the same text (scan-cache.ts). */
+export type CachedAnalysis = (join: () => string) => InjectionAnalysis;
+
+/** The analysis of a joined text (what scanInjectionLeaves maps back to the leaves). */
+export const analyseJoined = (joined: string): InjectionAnalysis => analyse(joined);
+
 /**
- * Scans `input` or `output` (string or JSON). The string fields are joined with blank lines and
+ * Scores string leaves (collectStrings within INJECTION_CAPS). They are joined with blank lines and
  * scored as one text (one pass instead of one per field; no cue crosses a line break, so none spans
  * two fields, but cues in different fields add up); each finding is then mapped back to its field's
- * path and offsets. With `cacheScope` (the engine passes the agent id) the analysis of a joined
- * text of cacheable size is kept in scan-cache.ts.
+ * path and offsets. `cached`, when given, may answer the analysis of a joined text seen before.
  */
-export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJECTION_CAPS, cacheScope?: string): InjectionResult {
-  const parts: string[] = [];
-  const paths: string[] = [];
-  const starts: number[] = [];
-  let at = 0;
-  const { truncated } = walkStrings(value, root, (text, path) => {
-    parts.push(text);
-    paths.push(path);
-    starts.push(at);
-    at += text.length + 2;
-  }, caps);
-  if (parts.length === 0) return { score: 0, top: null, findings: [], truncated };
-  const joined = parts.join('\n\n');
-  // The score depends on the joined text alone, so a repeated text is scored once (scan-cache.ts).
-  const { score, hits } = cacheScope !== undefined && worthCaching(joined.length) ? cachedScan(`${cacheScope}:injection:${textDigest(joined)}`, () => analyse(joined)) : analyse(joined);
+export function scanInjectionLeaves(leaves: Leaves, cached?: CachedAnalysis): InjectionResult {
+  const { texts, paths, truncated } = leaves;
+  if (texts.length === 0) return { score: 0, top: null, findings: [], truncated };
+  const starts: number[] = new Array(texts.length);
+  for (let i = 0, at = 0; i < texts.length; i++) (starts[i] = at), (at += texts[i].length + 2);
+  // The score depends on the joined text alone, so a repeated text may be scored once (scan-cache.ts);
+  // the text is joined only when the caller's key needs it or the analysis runs.
+  const { score, hits } = cached ? cached(() => texts.join('\n\n')) : analyse(texts.join('\n\n'));
   const findings = hits
     .slice()
     .sort((a, b) => b.weight - a.weight)
@@ -284,8 +286,22 @@ export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJ
         else hi = mid - 1;
       }
       const base = starts[lo];
-      const len = parts[lo].length;
+      const len = texts[lo].length;
       return { code: h.code, path: paths[lo], start: Math.min(h.start - base, len), end: Math.min(h.end - base, len), score: Math.round(h.weight * 1000) / 1000 };
     });
   return { score, top: findings[0] ?? null, findings, truncated };
+}
+
+/**
+ * Scans `input` or `output` (string or JSON): its leaves within `caps`, scored by
+ * scanInjectionLeaves. With `cacheScope` (an agent id) the analysis of a joined text of cacheable
+ * size is kept in scan-cache.ts.
+ */
+export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJECTION_CAPS, cacheScope?: string): InjectionResult {
+  return scanInjectionLeaves(collectStrings(value, root, caps), cacheScope === undefined ? undefined : (join) => cachedByText(cacheScope, join()));
+}
+
+/** The analysis of `joined` through the scan cache under `scope` (an agent id) and the text's digest, when the text is of cacheable size. */
+export function cachedByText(scope: string, joined: string): InjectionAnalysis {
+  return worthCaching(joined.length) ? cachedScan(`${scope}:injection:${textDigest(joined)}`, () => analyse(joined)) : analyse(joined);
 }

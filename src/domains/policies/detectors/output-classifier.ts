@@ -9,12 +9,16 @@
  *  - injection: the output carries an injection (score >= RECOMMENDED_THRESHOLD), which would reach
  *    the next agent or tool that reads it.
  * blockOn is the caller's rule: `blocking(result, blockOn)` answers the findings that block.
+ * Findings are listed leaf by leaf, and within a leaf by category in LEAF_CATEGORIES order; each
+ * category's findings in a leaf depend on that leaf alone (`leafFindings`), so the engine computes
+ * them once per request for all its classifiers and takes pii and secrets from its own per-kind
+ * scans (`classifyLeaves` with its source; docs/decisions.md, "Detector speed").
  */
-import type { OutputCategory } from '../rules.js';
+import type { OutputCategory, PiiKind } from '../rules.js';
 import { RECOMMENDED_THRESHOLD, scanInjection, type InjectionResult } from './injection.js';
 import { compilePiiDetector, MAX_FINDINGS } from './pii.js';
 import type { Finding, ScanResult } from './types.js';
-import { DEFAULT_CAPS, walkStrings, type WalkCaps } from './walk.js';
+import { collectStrings, DEFAULT_CAPS, type Leaves, type WalkCaps } from './walk.js';
 
 const PROFANITY = new RegExp(
   '(?<![\\p{L}\\p{N}])(?:' +
@@ -66,65 +70,108 @@ export interface OutputClassification extends ScanResult {
   categories: OutputCategory[];
 }
 
+/** The categories found leaf by leaf, in the order a leaf's findings are listed (injection is scored over the whole output). */
+export const LEAF_CATEGORIES = ['pii', 'secrets', 'profanity', 'url', 'code'] as const;
+export type LeafCategory = (typeof LEAF_CATEGORIES)[number];
+
+/** The PII kinds behind the pii and secrets categories, in the order their detector runs them. */
+export const CATEGORY_KINDS: Readonly<Record<'pii' | 'secrets', readonly PiiKind[]>> = {
+  pii: ['email', 'phone', 'credit_card', 'ssn', 'iban', 'ip_address'],
+  secrets: ['api_key', 'jwt'],
+};
+
+/** A finding of one category in one leaf, without its code (`output.<category>`). */
+export type LeafFinding = Omit<Finding, 'code'>;
+
+/** Where a classifier takes the findings of a category in leaf number `leaf`: leafFindings, or the engine's copy. */
+export type LeafSource = (category: LeafCategory, leaf: number) => readonly LeafFinding[];
+
 export interface OutputClassifier {
   /** `injection` scans for the injection category; the engine passes its per-request memo so one scan serves every policy. */
   classify(value: unknown, root?: string, injection?: (value: unknown, root: string) => InjectionResult): OutputClassification;
+  /** The same over leaves already collected (collectStrings, DEFAULT_CAPS), each category's findings per leaf from `source`. */
+  classifyLeaves(leaves: Leaves, source: LeafSource, injection: () => InjectionResult): OutputClassification;
+}
+
+const NONE: readonly LeafFinding[] = [];
+const CODES: Readonly<Record<OutputCategory, string>> = { pii: 'output.pii', secrets: 'output.secrets', profanity: 'output.profanity', url: 'output.url', code: 'output.code', injection: 'output.injection' };
+const KIND_DETECTORS = { pii: compilePiiDetector({ detect: CATEGORY_KINDS.pii }), secrets: compilePiiDetector({ detect: CATEGORY_KINDS.secrets }) };
+
+/** The findings of `category` in one leaf (`text` at `path`), in the order the classifier lists them. */
+export function leafFindings(category: LeafCategory, text: string, path: string): readonly LeafFinding[] {
+  const out: LeafFinding[] = [];
+  switch (category) {
+    case 'pii':
+    case 'secrets': {
+      const found: Finding[] = [];
+      KIND_DETECTORS[category].scanText(text, path, found);
+      for (const f of found) out.push({ path, start: f.start, end: f.end, score: f.score, kind: f.code });
+      break;
+    }
+    case 'profanity': {
+      PROFANITY.lastIndex = 0;
+      const t = unleet(text); // same length: leet characters are replaced one for one
+      for (let m = PROFANITY.exec(t); m; m = PROFANITY.exec(t)) out.push({ path, start: m.index, end: m.index + m[0].length, score: 0.9, kind: 'profanity' });
+      break;
+    }
+    case 'url': {
+      URL.lastIndex = 0;
+      for (let m = URL.exec(text); m; m = URL.exec(text)) {
+        let end = m.index + m[0].length;
+        while (end > m.index && '.,;:!?'.includes(text[end - 1])) end--; // sentence punctuation is not part of the address
+        out.push({ path, start: m.index, end, score: 1, kind: 'url' });
+      }
+      break;
+    }
+    case 'code': {
+      FENCE.lastIndex = 0;
+      const fence = FENCE.exec(text);
+      if (fence) out.push({ path, start: fence.index, end: text.length, score: 0.9, kind: 'fenced' });
+      else {
+        CODE_LINE.lastIndex = 0;
+        const lines: RegExpExecArray[] = [];
+        for (let m = CODE_LINE.exec(text); m && lines.length < 3; m = CODE_LINE.exec(text)) {
+          if (m[0].length === 0) CODE_LINE.lastIndex++;
+          else lines.push(m);
+        }
+        if (lines.length >= 2) out.push({ path, start: lines[0].index, end: lines[lines.length - 1].index + lines[lines.length - 1][0].length, score: lines.length >= 3 ? 0.8 : 0.6, kind: 'lines' });
+      }
+      break;
+    }
+  }
+  return out.length === 0 ? NONE : out;
 }
 
 /** Compiles a classifier for the chosen categories (once per policy version). */
 export function compileOutputClassifier(categories: readonly OutputCategory[], caps: WalkCaps = DEFAULT_CAPS): OutputClassifier {
   const want = new Set(categories);
-  const pii = want.has('pii') ? compilePiiDetector({ detect: ['email', 'phone', 'credit_card', 'ssn', 'iban', 'ip_address'] }) : null;
-  const secrets = want.has('secrets') ? compilePiiDetector({ detect: ['api_key', 'jwt'] }) : null;
+  const perLeaf = LEAF_CATEGORIES.filter((c) => want.has(c));
 
-  const classify = (value: unknown, root = 'output', injection = scanInjection): OutputClassification => {
+  const classifyLeaves = (leaves: Leaves, source: LeafSource, injection: () => InjectionResult): OutputClassification => {
     const findings: Finding[] = [];
-    const add = (category: OutputCategory, f: Omit<Finding, 'code'>) => {
-      if (findings.length < MAX_FINDINGS) findings.push({ code: `output.${category}`, ...f });
-    };
-    const { truncated } = walkStrings(value, root, (text, path) => {
-      for (const [category, detector] of [['pii', pii], ['secrets', secrets]] as const) {
-        if (!detector) continue;
-        const found: Finding[] = [];
-        detector.scanText(text, path, found);
-        for (const f of found) add(category, { path, start: f.start, end: f.end, score: f.score, kind: f.code });
+    // Past MAX_FINDINGS nothing more is listed, so the remaining leaves need not be asked.
+    for (let i = 0; i < leaves.texts.length && findings.length < MAX_FINDINGS; i++) {
+      for (const c of perLeaf) {
+        const found = source(c, i);
+        for (let k = 0; k < found.length && findings.length < MAX_FINDINGS; k++) findings.push({ code: CODES[c], ...found[k] });
       }
-      if (want.has('profanity')) {
-        PROFANITY.lastIndex = 0;
-        const t = unleet(text); // same length: leet characters are replaced one for one
-        for (let m = PROFANITY.exec(t); m; m = PROFANITY.exec(t)) add('profanity', { path, start: m.index, end: m.index + m[0].length, score: 0.9, kind: 'profanity' });
-      }
-      if (want.has('url')) {
-        URL.lastIndex = 0;
-        for (let m = URL.exec(text); m; m = URL.exec(text)) {
-          let end = m.index + m[0].length;
-          while (end > m.index && '.,;:!?'.includes(text[end - 1])) end--; // sentence punctuation is not part of the address
-          add('url', { path, start: m.index, end, score: 1, kind: 'url' });
-        }
-      }
-      if (want.has('code')) {
-        FENCE.lastIndex = 0;
-        const fence = FENCE.exec(text);
-        if (fence) add('code', { path, start: fence.index, end: text.length, score: 0.9, kind: 'fenced' });
-        else {
-          CODE_LINE.lastIndex = 0;
-          const lines: RegExpExecArray[] = [];
-          for (let m = CODE_LINE.exec(text); m && lines.length < 3; m = CODE_LINE.exec(text)) {
-            if (m[0].length === 0) CODE_LINE.lastIndex++;
-            else lines.push(m);
-          }
-          if (lines.length >= 2) add('code', { path, start: lines[0].index, end: lines[lines.length - 1].index + lines[lines.length - 1][0].length, score: lines.length >= 3 ? 0.8 : 0.6, kind: 'lines' });
-        }
-      }
-    }, caps);
+    }
     if (want.has('injection')) {
-      const r = injection(value, root);
-      if (r.top && r.score >= RECOMMENDED_THRESHOLD) add('injection', { path: r.top.path, start: r.top.start, end: r.top.end, score: r.score, kind: r.top.code });
+      const r = injection();
+      if (r.top && r.score >= RECOMMENDED_THRESHOLD && findings.length < MAX_FINDINGS)
+        findings.push({ code: CODES.injection, path: r.top.path, start: r.top.start, end: r.top.end, score: r.score, kind: r.top.code });
     }
     const found = new Set(findings.map((f) => f.code.slice('output.'.length) as OutputCategory));
-    return { findings, categories: categories.filter((c) => found.has(c)), truncated: truncated || findings.length >= MAX_FINDINGS };
+    return { findings, categories: categories.filter((c) => found.has(c)), truncated: leaves.truncated || findings.length >= MAX_FINDINGS };
   };
-  return { classify };
+
+  return {
+    classifyLeaves,
+    classify(value, root = 'output', injection = scanInjection) {
+      const leaves = collectStrings(value, root, caps);
+      return classifyLeaves(leaves, (c, i) => leafFindings(c, leaves.texts[i], leaves.paths[i]), () => injection(value, root));
+    },
+  };
 }
 
 /** The findings of `result` whose category is in the policy's blockOn. */

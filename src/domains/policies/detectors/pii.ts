@@ -9,7 +9,7 @@
 import ipaddr from 'ipaddr.js';
 import type { PiiKind } from '../rules.js';
 import type { Finding, ScanResult } from './types.js';
-import { DEFAULT_CAPS, walkStrings, type WalkCaps } from './walk.js';
+import { collectStrings, DEFAULT_CAPS, type WalkCaps } from './walk.js';
 
 /** Findings per scan beyond which the scan stops (the first are enough to decide and to show). */
 export const MAX_FINDINGS = 100;
@@ -400,8 +400,9 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
       if (k.pre && !k.pre(text)) continue;
       const re = k.re;
       re.lastIndex = 0;
-      const next = k.find ? (m: RegExpExecArray | null) => k.find!(text, m ? m.index + m[0].length : 0) : () => re.exec(text);
-      for (let m = next(null); m; m = next(m)) {
+      // The next match: from the anchor search when the kind has one, else the regex's own scan.
+      const find = k.find;
+      for (let m = find ? find(text, 0) : re.exec(text); m; m = find ? find(text, m.index + m[0].length) : re.exec(text)) {
         const score = k.score(m);
         if (score > 0) {
           // A labelled match locates the value, not the label (its group when the regex has one).
@@ -434,10 +435,11 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
       const budget = { custom: CUSTOM_PATTERN_CHARS };
       let full = true;
       let customCut = false;
-      const { truncated } = walkStrings(value, root, (text, path) => {
-        if (custom.length > 0 && text.length > budget.custom) customCut = true;
-        if (full) full = scanText(text, path, findings, budget);
-      }, caps);
+      const { texts, paths, truncated } = collectStrings(value, root, caps);
+      for (let i = 0; i < texts.length; i++) {
+        if (custom.length > 0 && texts[i].length > budget.custom) customCut = true;
+        if (full) full = scanText(texts[i], paths[i], findings, budget);
+      }
       return { findings, truncated: truncated || !full || customCut };
     },
   };

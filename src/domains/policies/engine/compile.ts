@@ -6,14 +6,14 @@
  * policies never awaits (docs/decisions.md, "Enforcement engine").
  */
 import { LRUCache } from 'lru-cache';
-import { Environment } from '@marcbachmann/cel-js';
 import { compileGlob, matchesAny, type Glob } from '../glob.js';
 import { compileOutputClassifier, blocking } from '../detectors/output-classifier.js';
 import { compilePiiDetector } from '../detectors/pii.js';
 import type { Finding } from '../detectors/types.js';
 import { parseRuleDefinition, type RuleDefinition } from '../rules.js';
 import type { RequestScope, Root } from './request-scope.js';
-import type { EngineContext, EngineEvent, Match, MaybePromise, PolicyDefinition } from './types.js';
+import { cel, celEvaluationError } from './cel.js';
+import type { EngineContext, EngineReport, Match, MaybePromise, PolicyDefinition } from './types.js';
 import { askValidator } from './validator.js';
 
 export interface CompiledPolicy {
@@ -22,8 +22,8 @@ export interface CompiledPolicy {
   readonly environments: ReadonlySet<string> | null;
   /** Why the ruleDefinition did not parse or compile (the policy then never matches and reports policy_error), or null. */
   readonly problem: string | null;
-  /** The policy's matches for this request (empty: no match); events are appended to `events`. */
-  evaluate(scope: RequestScope, ctx: EngineContext, events: EngineEvent[]): MaybePromise<Match[]>;
+  /** The policy's matches for this request (empty: no match); events and errors are appended to `report`. */
+  evaluate(scope: RequestScope, ctx: EngineContext, report: EngineReport): MaybePromise<Match[]>;
 }
 
 type Evaluate = CompiledPolicy['evaluate'];
@@ -31,9 +31,6 @@ const NONE: Match[] = [];
 
 const roots = (scope: 'input' | 'output' | 'both'): Root[] => (scope === 'both' ? ['input', 'output'] : [scope]);
 const evidence = (f: Pick<Finding, 'path' | 'start' | 'end' | 'score'>) => ({ path: f.path, start: f.start, end: f.end, score: f.score });
-
-/** One CEL environment: a single dynamic map variable `request`, parse-time limits on the expression. */
-const cel = new Environment({ limits: { maxAstNodes: 2000, maxDepth: 50, maxListElements: 1000, maxMapEntries: 1000, maxCallArguments: 32 } }).registerVariable('request', 'map');
 
 const firstLine = (err: unknown) => String((err as Error)?.message ?? err).split('\n')[0].slice(0, 300);
 
@@ -102,17 +99,19 @@ function costLimit(r: RuleDefinition<'cost_limit'>, def: PolicyDefinition): Eval
 }
 
 function budgetCap(r: RuleDefinition<'budget_cap'>): Evaluate {
+  const answer = (spent: number, estimate: number): Match[] => {
+    const after = spent + estimate;
+    // The budget is spent once the month-to-date reaches it: the next request is denied even with no estimate.
+    if (spent >= r.maxMonthlyCostUsd || after > r.maxMonthlyCostUsd)
+      return [{ code: 'budget.exceeded', message: `Month-to-date spend ${spent.toFixed(4)} USD plus the estimate exceeds the budget of ${r.maxMonthlyCostUsd} USD` }];
+    return NONE;
+  };
   return (s, ctx) => {
-    const answer = (spent: number): Match[] => {
-      const after = spent + (s.request.estimatedCostUsd ?? 0);
-      // The budget is spent once the month-to-date reaches it: the next request is denied even with no estimate.
-      if (spent >= r.maxMonthlyCostUsd || after > r.maxMonthlyCostUsd)
-        return [{ code: 'budget.exceeded', message: `Month-to-date spend ${spent.toFixed(4)} USD plus the estimate exceeds the budget of ${r.maxMonthlyCostUsd} USD` }];
-      return NONE;
-    };
+    const estimate = s.request.estimatedCostUsd ?? 0;
     // The spend the database holds now, not the agent's (possibly cached) copy.
     const spent = ctx.monthSpend(s.agent.id);
-    return spent instanceof Promise ? spent.then(answer) : answer(spent);
+    // A closure only on the asynchronous path: the synchronous one allocates nothing.
+    return spent instanceof Promise ? spent.then((v) => answer(v, estimate)) : answer(spent, estimate);
   };
 }
 
@@ -160,21 +159,22 @@ function outputClassifier(r: RuleDefinition<'output_classifier'>): Evaluate {
 
 function customExpression(expression: string, def: PolicyDefinition): Evaluate {
   const program = cel.parse(expression);
-  return (s, _ctx, events) => {
+  return (s, _ctx, report) => {
     try {
-      const v = program({ request: s.cel() });
+      const v = program(s.cel());
       if (v === true) return [{ code: 'custom.expression', message: `Expression of policy "${def.name}" is true` }];
       if (v === false) return NONE;
-      events.push({ type: 'policy_error', policyId: def.id, data: { error: 'expression did not answer a boolean' } });
+      report.errors.push({ policyId: def.id, error: 'expression did not answer a boolean' });
     } catch (err) {
-      events.push({ type: 'policy_error', policyId: def.id, data: { error: firstLine(err) } });
+      // The library's message may quote request values: only the error's kind is reported.
+      report.errors.push({ policyId: def.id, error: celEvaluationError(err) });
     }
     return NONE;
   };
 }
 
 function customValidator(r: { validatorUrl: string; timeoutMs: number; failurePolicy: 'fail' | 'ignore' }, def: PolicyDefinition): Evaluate {
-  return async (s, ctx, events) => {
+  return async (s, ctx, { events }) => {
     const body = JSON.stringify({ policyId: def.id, request: s.request });
     events.push({ type: 'custom_validator_invoked', policyId: def.id, data: { validatorUrl: r.validatorUrl } });
     const out = await askValidator((url, text, ms) => ctx.callValidator(url, text, ms, def.id), r.validatorUrl, body, r.timeoutMs);
@@ -223,9 +223,10 @@ export function compilePolicy(def: PolicyDefinition): CompiledPolicy {
   try {
     evaluate = evaluator(def);
   } catch (err) {
+    // A compile error quotes the definition (the author's own text), never a request.
     problem = firstLine(err);
-    const data = { error: problem };
-    evaluate = (_s, _c, events) => (events.push({ type: 'policy_error', policyId: def.id, data }), NONE);
+    const error = { policyId: def.id, error: problem };
+    evaluate = (_s, _c, report) => (report.errors.push(error), NONE);
   }
   return {
     def,

@@ -10,15 +10,21 @@
 import type { EnforceRequest, PolicyViolation } from '../enforce-schemas.js';
 import type { CompiledPolicy } from './compile.js';
 import { RequestScope } from './request-scope.js';
-import type { AccessGrantRequest, Decision, EngineContext, EngineEvent, Match, MaybePromise } from './types.js';
+import type { AccessGrantRequest, Decision, EngineContext, EngineEvent, EngineReport, Match, MaybePromise, PolicyError } from './types.js';
 
 /** pausedBy of a pause by budget enforcement (src/domains/agents/accrual.ts). */
 export const BUDGET_PAUSER = 'system:budget';
 
-interface State {
+/** One decision in progress: what the policies share (scope, context) and what they add up to. */
+interface State extends EngineReport {
+  readonly policies: readonly CompiledPolicy[];
+  readonly scope: RequestScope;
+  readonly ctx: EngineContext;
+  readonly environment: string;
   violations: PolicyViolation[];
   warnings: PolicyViolation[];
   events: EngineEvent[];
+  errors: PolicyError[];
   approvals: AccessGrantRequest[];
   evaluated: string[];
 }
@@ -32,7 +38,7 @@ function killSwitch(ctx: EngineContext): Decision | null {
   const message =
     code === 'agent.archived' ? 'The agent is archived' : code === 'budget.exceeded' ? `The agent was paused by its budget: ${agent.pauseReason ?? 'monthly budget reached'}` : `The agent is paused${agent.pauseReason ? `: ${agent.pauseReason}` : ''}`;
   const v: PolicyViolation = { ...KILL_SWITCH, code, message };
-  return { decision: 'deny', allowed: false, violations: [v], warnings: [], evaluatedPolicies: 0, evaluatedPolicyIds: [], events: [{ type: 'policy_violated', policyId: null, data: { code } }] };
+  return { decision: 'deny', allowed: false, violations: [v], warnings: [], evaluatedPolicies: 0, evaluatedPolicyIds: [], events: [{ type: 'policy_violated', policyId: null, data: { code } }], errors: [] };
 }
 
 /** Whether the policy applies to this agent and environment (contract.md: active, in scope). */
@@ -41,31 +47,39 @@ export function inScope(p: CompiledPolicy, agentId: string, environment: string)
   return d.isActive && (d.agentId === null || d.agentId === agentId) && (!p.agents || p.agents.has(agentId)) && (!p.environments || p.environments.has(environment));
 }
 
-const then = <T, U>(x: MaybePromise<T>, f: (v: T) => MaybePromise<U>): MaybePromise<U> => (x instanceof Promise ? x.then(f) : f(x));
-
 /** Applies the window limit to a policy's enforced matches. */
-function limit(p: CompiledPolicy, matches: Match[], ctx: EngineContext, st: State): MaybePromise<Match[]> {
+function limit(p: CompiledPolicy, matches: Match[], st: State): MaybePromise<Match[]> {
   const { maxRequests, timeWindowSeconds, id } = p.def;
-  if (maxRequests === null || timeWindowSeconds === null || !matches.some((m) => !m.note)) return matches;
+  if (matches.length === 0 || maxRequests === null || timeWindowSeconds === null || !matches.some((m) => !m.note)) return matches;
   const notes = matches.filter((m) => m.note);
-  return then(ctx.windowHit(`policy:${id}:agent:${ctx.agent.id}`, timeWindowSeconds, maxRequests), (within) => {
-    if (within) return notes;
+  const within = st.ctx.windowHit(`policy:${id}:agent:${st.ctx.agent.id}`, timeWindowSeconds, maxRequests);
+  const answer = (ok: boolean): Match[] => {
+    if (ok) return notes;
     st.events.push({ type: 'limit_exceeded', policyId: id, data: { maxRequests, timeWindowSeconds, code: matches.find((m) => !m.note)!.code } });
     return [{ code: 'limit.exceeded', message: `Policy "${p.def.name}" matched more than ${maxRequests} times in ${timeWindowSeconds} seconds` }, ...notes];
-  });
+  };
+  return within instanceof Promise ? within.then(answer) : answer(within);
+}
+
+/** A match as the answer lists it (the same keys in the same order, evidence only when there is some). */
+function violation(p: CompiledPolicy, m: Match, enforcementMode: PolicyViolation['enforcementMode']): PolicyViolation {
+  const d = p.def;
+  return m.evidence
+    ? { policyId: d.id, policyName: d.name, policyType: d.policyType, code: m.code, message: m.message, evidence: m.evidence, enforcementMode }
+    : { policyId: d.id, policyName: d.name, policyType: d.policyType, code: m.code, message: m.message, enforcementMode };
 }
 
 function record(p: CompiledPolicy, matches: Match[], st: State): void {
   const d = p.def;
-  for (const m of matches) {
-    const base = { policyId: d.id, policyName: d.name, policyType: d.policyType, code: m.code, message: m.message, ...(m.evidence ? { evidence: m.evidence } : {}) };
-    if (m.note) st.warnings.push({ ...base, enforcementMode: 'monitor' });
-    else if (d.enforcementMode !== 'block') st.warnings.push({ ...base, enforcementMode: d.enforcementMode });
+  for (let i = 0; i < matches.length; i++) {
+    const m = matches[i];
+    if (m.note) st.warnings.push(violation(p, m, 'monitor'));
+    else if (d.enforcementMode !== 'block') st.warnings.push(violation(p, m, d.enforcementMode));
     else if (m.approval) {
-      st.violations.push({ ...base, enforcementMode: 'require_approval' });
+      st.violations.push(violation(p, m, 'require_approval'));
       st.approvals.push(m.approval);
     } else {
-      st.violations.push({ ...base, enforcementMode: 'block' });
+      st.violations.push(violation(p, m, 'block'));
       st.events.push({ type: 'policy_violated', policyId: d.id, data: { code: m.code, severity: d.severity } });
     }
   }
@@ -83,7 +97,37 @@ function finish(st: State): Decision {
     evaluatedPolicyIds: st.evaluated,
     ...(decision === 'require_approval' ? { accessGrantRequest: st.approvals[0] } : {}),
     events: st.events,
+    errors: st.errors,
   };
+}
+
+/**
+ * The policies from index `from` on. Synchronous answers are recorded in the loop, without a
+ * closure or a promise per policy (the hot path: docs/decisions.md, "Detector speed"); the first
+ * promise (evaluation or window counter) hands the rest of the loop to its continuation.
+ */
+function run(st: State, from: number): MaybePromise<Decision> {
+  const { policies, scope, ctx, environment } = st;
+  const agentId = ctx.agent.id;
+  for (let i = from; i < policies.length; i++) {
+    const p = policies[i];
+    if (!inScope(p, agentId, environment)) continue;
+    st.evaluated.push(p.def.id);
+    const out = p.evaluate(scope, ctx, st);
+    if (out instanceof Promise) return out.then((m) => resume(st, p, i, limit(p, m, st)));
+    if (out.length === 0) continue;
+    const limited = limit(p, out, st);
+    if (limited instanceof Promise) return resume(st, p, i, limited);
+    record(p, limited, st);
+  }
+  return finish(st);
+}
+
+/** Records policy `i`'s matches once they are known, then runs the policies after it. */
+function resume(st: State, p: CompiledPolicy, i: number, matches: MaybePromise<Match[]>): MaybePromise<Decision> {
+  if (matches instanceof Promise) return matches.then((m) => resume(st, p, i, m));
+  record(p, matches, st);
+  return run(st, i + 1);
 }
 
 /**
@@ -93,20 +137,17 @@ function finish(st: State): Decision {
 export function decide(policies: readonly CompiledPolicy[], request: EnforceRequest, ctx: EngineContext): MaybePromise<Decision> {
   const killed = killSwitch(ctx);
   if (killed) return killed;
-  const environment = request.environment ?? ctx.agent.environment;
-  const scope = new RequestScope(request, ctx.agent);
-  const st: State = { violations: [], warnings: [], events: [], approvals: [], evaluated: [] };
-
-  const run = (from: number): MaybePromise<Decision> => {
-    for (let i = from; i < policies.length; i++) {
-      const p = policies[i];
-      if (!inScope(p, ctx.agent.id, environment)) continue;
-      st.evaluated.push(p.def.id);
-      const out = then(p.evaluate(scope, ctx, st.events), (matches) => (matches.length === 0 ? matches : limit(p, matches, ctx, st)));
-      if (out instanceof Promise) return out.then((m) => (record(p, m, st), run(i + 1)));
-      record(p, out, st);
-    }
-    return finish(st);
+  const st: State = {
+    policies,
+    scope: new RequestScope(request, ctx.agent),
+    ctx,
+    environment: request.environment ?? ctx.agent.environment,
+    violations: [],
+    warnings: [],
+    events: [],
+    errors: [],
+    approvals: [],
+    evaluated: [],
   };
-  return run(0);
+  return run(st, 0);
 }

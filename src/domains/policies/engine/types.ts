@@ -74,18 +74,29 @@ export interface EngineContext {
   callValidator(url: string, body: string, timeoutMs: number, policyId?: string): Promise<ValidatorAnswer>;
 }
 
-export type EngineEventType =
-  | 'policy_violated'
-  | 'limit_exceeded'
-  | 'custom_validator_invoked'
-  | 'custom_validator_denied'
-  | 'custom_validator_failed'
-  | 'policy_error';
+/** The events a decision emits: each is an event type of the outbox (contract.md "Events"), so the route passes them on as they are. */
+export type EngineEventType = 'policy_violated' | 'limit_exceeded' | 'custom_validator_invoked' | 'custom_validator_denied' | 'custom_validator_failed';
 
 export interface EngineEvent {
   type: EngineEventType;
   policyId: string | null;
   data: Record<string, unknown>;
+}
+
+/**
+ * A policy that could not be evaluated (a ruleDefinition that does not compile, a CEL evaluation
+ * that fails or answers no boolean): a non-match, reported apart from the events because it is the
+ * engine's own signal, not an outbox event. `error` is a fixed text, never a request value.
+ */
+export interface PolicyError {
+  policyId: string;
+  error: string;
+}
+
+/** Where a policy's evaluation reports besides its matches. */
+export interface EngineReport {
+  events: EngineEvent[];
+  errors: PolicyError[];
 }
 
 /** The pending access grant the route creates for a require_approval decision. */
@@ -109,6 +120,8 @@ export interface Decision {
   evaluatedPolicyIds: string[];
   accessGrantRequest?: AccessGrantRequest;
   events: EngineEvent[];
+  /** Policies that could not be evaluated (never outbox events). */
+  errors: PolicyError[];
 }
 
 /** One match of a policy's rule, before the mode and the window limit are applied. */
