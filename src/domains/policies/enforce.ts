@@ -20,7 +20,6 @@ import { LookupCache } from '../../lib/lookup-cache.js';
 import { memoryState, type SharedState } from '../../lib/shared-state.js';
 import type { EnforcementAgent } from '../agents/index.js';
 import { findLiveGrant, requestGrant } from '../access-grants/index.js';
-import { EVENT_TYPES, type EventType } from '../events/outbox.js';
 import type { DecisionRecordInput } from '../policy-decisions/index.js';
 import { qualityAggregate, type QualityMetric } from '../traces/index.js';
 import type { PolicySnapshot } from './cache.js';
@@ -63,8 +62,6 @@ export interface EnforceServiceDeps {
   monthSpend(orgId: string, agentId: string): Promise<number>;
   record(input: DecisionRecordInput): void;
 }
-
-const OUTBOX_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
 
 /** What a dry run changes in the context: a one-off validator secret and a throwaway window state. */
 interface DryRunContext {
@@ -220,8 +217,8 @@ export function createEnforceService(deps: EnforceServiceDeps) {
       sessionId: req.sessionId ?? null,
       traceId: req.traceId ?? null,
       userId: req.userId ?? null,
-      // policy_error is the engine's own signal, not an event type of the outbox (contract.md "Events").
-      events: d.events.filter((e): e is typeof e & { type: EventType } => OUTBOX_TYPES.has(e.type)),
+      // Only outbox event types: the engine reports policy errors apart (Decision.errors).
+      events: d.events,
       at: clock.now(),
     });
     const timing = `agent;dur=${ms(t1 - t0)}, policy;dur=${ms(t2 - t1)}${accessGrantId ? `, grant;dur=${ms(t3 - t2)}` : ''}, total;dur=${evaluationMs}`;
