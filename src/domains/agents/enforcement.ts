@@ -45,10 +45,26 @@ export function createAgentCache(db: Db, state: SharedState, opts: { ttlMs?: num
   );
 }
 
+type AgentRow = typeof agents.$inferSelect;
+
+/**
+ * The Agent resource of each cached row, built once per row and month (its spend field depends on
+ * the month): a cached row is replaced on a write, never changed, so its view is too. Frozen, since
+ * every request for the agent shares it.
+ */
+const views = new WeakMap<AgentRow, { from: number; to: number; view: Readonly<ReturnType<typeof agentView>> }>();
+
 /** The Agent resource an enforce request names (uuid or external agentId), as of `now`, from the cache; null when the organization has none. */
 export async function findAgentForEnforcement(cache: AgentCache, orgId: string, idOrExternal: string, now: Date) {
   const row = await cache.get(orgId, idOrExternal);
-  return row ? agentView(row, now) : null;
+  if (!row) return null;
+  const t = now.getTime();
+  let v = views.get(row);
+  if (!v || t < v.from || t >= v.to) {
+    const from = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+    views.set(row, (v = { from, to: Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1), view: Object.freeze(agentView(row, now)) }));
+  }
+  return v.view;
 }
 
 /** The spend counter over the agents' rows (`exact`: see spend-counter.ts). */
