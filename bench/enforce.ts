@@ -35,8 +35,7 @@ interface Server {
 async function startServer(extraEnv: Record<string, string>): Promise<Server> {
   const entry = fileURLToPath(new URL('./enforce-server.ts', import.meta.url));
   const prof = env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${env.BENCH_PROF}`] : [];
-  // Node flags as `npm start` runs the server (package.json; docs/decisions.md, "Young generation size").
-  const proc = fork(entry, [], { execArgv: ['--max-semi-space-size=64', '--import', 'tsx', ...prof], env: { ...env, ...extraEnv }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const proc = fork(entry, [], { execArgv: ['--import', 'tsx', ...prof], env: { ...env, ...extraEnv }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = <T>() =>
     new Promise<T>((resolve, reject) => {
       const onExit = (code: number | null) => reject(new Error(`bench server exited with ${code}`));
