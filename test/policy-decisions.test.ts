@@ -431,6 +431,18 @@ describe('flushing', () => {
     expect(page.data.map((d) => d.decisionId)).toEqual(ds.slice(7).reverse().map((d) => d.decisionId));
   });
 
+  it('during an outage a full buffer is not retried on every decision: only reaching the bound starts a flush', async ({ app, freshOrg }) => {
+    const log = new DecisionLog({ db: flakyDb(app.database.db, () => true), maxBuffered: 5 });
+    const settle = () => new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 50; i++) {
+      log.record(denied(freshOrg, new Date(app.clock.now().getTime() + i)));
+      await settle(); // each started flush fails before the next decision
+    }
+    expect(log.counts.failedFlushes).toBe(1);
+    expect(log.held().rows).toBe(5);
+    expect(log.counts.droppedRows).toBe(45);
+  });
+
   it('record() never throws, and a malformed record does not lose the rest of the batch', async ({ app, freshOrg }) => {
     const good = denied(freshOrg, app.clock.now());
     expect(() => services(app).record(null as unknown as DecisionRecordInput)).not.toThrow();

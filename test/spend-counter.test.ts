@@ -81,6 +81,13 @@ describe('SpendCounter', () => {
     expect(calls.n).toBe(2);
   });
 
+  it('a stored value that is not a spend is ignored: the row is read', async () => {
+    const state = memoryState();
+    await state.putVersioned('spend:o:a1', 99, 'garbage', 60_000);
+    const c = new SpendCounter(state, async () => row(6, 1), true);
+    expect(await c.read('o', 'a1', NOW)).toBe(6);
+  });
+
   it('reads the row when the shared state fails (budgets never turn off)', async () => {
     const broken: SharedState = { ...memoryState(), getVersioned: async () => Promise.reject(new Error('down')), putVersioned: async () => Promise.reject(new Error('down')) };
     const c = new SpendCounter(broken, async () => row(4, 1), true);

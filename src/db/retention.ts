@@ -51,10 +51,11 @@ export async function deleteExpiredRows(db: Executor, table: PgTable, expired: S
       batches++;
       const [{ n }] = rowsOf<{ n: number | string }>(
         await db.execute(sql`
+          -- The condition again in the DELETE: a row that stopped being expired since it was chosen stays.
           with doomed as (
             select id from ${table} where organization_id = ${orgId} and ${expired} limit ${batchSize}
           ), gone as (
-            delete from ${table} using doomed where ${table}.organization_id = ${orgId} and ${table}.id = doomed.id returning 1
+            delete from ${table} using doomed where ${table}.organization_id = ${orgId} and ${table}.id = doomed.id and ${expired} returning 1
           )
           select count(*)::int as n from gone`),
       );

@@ -69,12 +69,18 @@ export function memoryState(): SharedState {
   bus.setMaxListeners(0);
   // Finished windows and expired values are dropped by the writes themselves, at most once a minute,
   // so the maps do not grow without bound and no timer is needed (docs/decisions.md, "Background jobs").
+  // Two clocks, two sweeps: windows live on the caller's clock (often injected), versioned values
+  // on the machine's time, as their TTL does.
   let nextSweepAt = Date.now() + SWEEP_EVERY_MS;
   const sweep = (now: number) => {
     if (now < nextSweepAt) return;
     nextSweepAt = now + SWEEP_EVERY_MS;
     for (const [k, v] of counters) if (v.resetAt <= now) counters.delete(k);
-    const wall = Date.now();
+  };
+  let nextVersionedSweepAt = Date.now() + SWEEP_EVERY_MS;
+  const sweepVersioned = (wall: number) => {
+    if (wall < nextVersionedSweepAt) return;
+    nextVersionedSweepAt = wall + SWEEP_EVERY_MS;
     for (const [k, v] of versioned) if (v.expiresAt <= wall) versioned.delete(k);
   };
   return {
@@ -102,7 +108,7 @@ export function memoryState(): SharedState {
     // Expiry on the machine's time, as Redis's PX is: a TTL bounds staleness, it is not a rule.
     async putVersioned(key, version, value, ttlMs) {
       const wall = Date.now();
-      sweep(wall);
+      sweepVersioned(wall);
       const cur = versioned.get(key);
       if (cur && cur.expiresAt > wall && cur.version >= version) return;
       versioned.set(key, { version, value, expiresAt: wall + ttlMs });
@@ -131,8 +137,11 @@ export function memoryState(): SharedState {
 export async function redisState(url: string, prefix = 'agov:'): Promise<SharedState> {
   // Commands fail fast while Redis is down instead of queueing: callers decide to fail open.
   const options = { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true, connectTimeout: 3000 };
+  // A Redis that is connected but stalled fails a command after this long instead of holding the
+  // request (ingest waits for its spend write, enforce for its spend read; both fall back).
+  const COMMAND_TIMEOUT_MS = 1000;
   // Auto-pipelining batches the commands of concurrent requests into one write per tick.
-  const cmd = new Redis(url, { ...options, enableAutoPipelining: true });
+  const cmd = new Redis(url, { ...options, enableAutoPipelining: true, commandTimeout: COMMAND_TIMEOUT_MS });
   // One command per hit: increment, and start the expiry with the window's first hit.
   cmd.defineCommand('agovHit', {
     numberOfKeys: 1,

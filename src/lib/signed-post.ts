@@ -12,6 +12,7 @@ export interface SigningSettings {
   allowPrivate: boolean;
 }
 
+/** One signed POST: where, what, the signing secrets and the caller's own headers. */
 export interface SignedPost {
   url: string;
   /** The exact bytes sent and signed. */

@@ -18,11 +18,11 @@ export { type EnforcementAgent } from './enforcement.js';
 export const agentsModule = defineModule({
   name: 'agents',
   routes: agentRoutes,
-  needs: ['db', 'clock', 'state', 'config'],
-  services: ({ db, clock, state, config }) => {
+  needs: ['db', 'clock', 'state', 'database'],
+  services: ({ db, clock, state, database }) => {
     const cache = createAgentCache(db, state);
     // Exact only where every writer shares the state (docs/decisions.md, "Spend counter").
-    const spend = createSpendCounter(db, state, state.kind === 'redis' || !config.DATABASE_URL);
+    const spend = createSpendCounter(db, state, state.kind === 'redis' || database.kind === 'pglite');
     return {
       /** The Agent resource of an agent the actor may see, or NOT_FOUND. */
       get: async (actor: Pick<Actor, 'organizationId' | 'agentId'>, id: string) => agentView(await getAgent(db, actor, id), clock.now()),
@@ -37,7 +37,7 @@ export const agentsModule = defineModule({
       monthSpend: (orgId: string, agentId: string) => spend.read(orgId, agentId, clock.now()),
       /** Records the spend versions of a committed accrual (ingest calls it after commit, before answering). */
       accrued: (orgId: string, versions: readonly SpendVersion[]) => spend.store(orgId, versions),
-      /** Forgets agents of the organization (all without `ids`) on every instance: call after every committed write to them. */
+      /** Forgets agents of the organization (all without `ids`) on every instance: call after every committed change of their status or settings. */
       invalidate: (orgId: string, ids?: readonly string[]) => cache.invalidate(orgId, ids),
     };
   },

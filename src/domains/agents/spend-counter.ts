@@ -16,7 +16,7 @@
  * run several instances that each keep their own memory, so there every read goes to the row.
  */
 import type { SharedState } from '../../lib/shared-state.js';
-import { monthOf } from './service.js';
+import { spendNow } from './service.js';
 
 /** How long an entry is trusted before it is read again from the row: the bound on a lost write. */
 export const SPEND_COUNTER_TTL_MS = 10_000;
@@ -37,8 +37,15 @@ export type SpendRowReader = (orgId: string, agentId: string) => Promise<SpendVe
 const key = (orgId: string, agentId: string) => `spend:${orgId}:${agentId}`;
 const encode = (v: SpendVersion) => `${v.month} ${v.spend}`;
 
-/** The spend of `month` in a stored version: 0 when the version belongs to another month (as spendNow). */
-const spendIn = (month: string, storedMonth: string, spend: number) => (storedMonth === month ? spend : 0);
+/** A stored value (`YYYY-MM spend`) as a version, or null when it is not one (then the row is read). */
+const decode = (agentId: string, seq: number, value: string): SpendVersion | null => {
+  const m = /^(\d{4}-\d{2}) (\S+)$/.exec(value);
+  const spend = m ? Number(m[2]) : Number.NaN;
+  return m && Number.isFinite(spend) ? { agentId, month: m[1], spend, seq } : null;
+};
+
+/** The spend of the month of `now` in a version: 0 when it belongs to another month (spendNow, as for the row). */
+const spendAt = (v: SpendVersion, now: Date) => spendNow({ spendMonth: v.month, currentMonthCostUsd: v.spend }, now);
 
 /** Month-to-date spend per agent on the shared state, moved by ingest after commit. */
 export class SpendCounter {
@@ -54,19 +61,16 @@ export class SpendCounter {
 
   /** The agent's spend in the month of `now`: from the counter, or from the row (filling the counter). */
   async read(orgId: string, agentId: string, now: Date): Promise<number> {
-    const month = monthOf(now);
     if (this.exact) {
-      // Fail over to the row: a shared-state outage must not turn budgets off (fail closed).
+      // Fail over to the row: a shared-state outage (or a value that is not ours) must not turn budgets off.
       const hit = await this.state.getVersioned(key(orgId, agentId)).catch(() => null);
-      if (hit) {
-        const sp = hit.value.indexOf(' ');
-        return spendIn(month, hit.value.slice(0, sp), Number(hit.value.slice(sp + 1)));
-      }
+      const stored = hit && decode(agentId, hit.version, hit.value);
+      if (stored) return spendAt(stored, now);
     }
     const row = await this.readRow(orgId, agentId);
     if (!row) return 0;
     if (this.exact) await this.store(orgId, [row]).catch(() => {});
-    return spendIn(month, row.month, row.spend);
+    return spendAt(row, now);
   }
 
   /** Writes accrued versions (after the accrual committed); an older version never replaces a newer one. */

@@ -1,7 +1,7 @@
 /**
  * The enforce route's service (docs/decisions.md, "Enforce route"). Stages of one decision:
  *  1. the agent (agent cache, invalidated after every write to it) and the organization's active
- *     policies (cached snapshot), in parallel; budget_cap reads the month-to-date spend fresh;
+ *     policies (cached snapshot), in parallel; budget_cap reads the month-to-date spend from the spend counter ingestion moves;
  *  2. the compiled policies, memoized per organization by the snapshot's version;
  *  3. `decide` with the context: the injected clock, windows on the shared state, live grants,
  *     cached quality aggregates, signed validator calls through the outbound guard;
@@ -32,6 +32,8 @@ import { newValidatorSecret, signValidatorCall } from './validator-signing.js';
 export const QUALITY_TTL_MS = 30_000;
 /** Aggregates kept (organization × agent × metric × window). */
 const QUALITY_MAX = 50_000;
+/** A policy that cannot be evaluated is logged at most once per this long per instance, not per request. */
+const POLICY_ERROR_LOG_EVERY_MS = 60_000;
 /** Organizations whose compiled policies are kept (as many as the policy cache keeps). */
 const COMPILED_MAX = 10_000;
 
@@ -58,9 +60,11 @@ export interface EnforceServiceDeps {
   snapshot(orgId: string): Promise<PolicySnapshot>;
   /** The agent a request names (uuid or external agentId), from the agents module's cache; null when unknown. */
   agent(orgId: string, idOrExternal: string): Promise<EnforcementAgent | null>;
-  /** The agent's month-to-date spend as the database holds it now (budget_cap). */
+  /** The agent's month-to-date spend as of every trace ingested so far (budget_cap; the agents module's spend counter). */
   monthSpend(orgId: string, agentId: string): Promise<number>;
   record(input: DecisionRecordInput): void;
+  /** Where policy errors are reported (the app's logger). */
+  log: { warn(obj: object, msg: string): void };
 }
 
 /** What a dry run changes in the context: a one-off validator secret and a throwaway window state. */
@@ -83,6 +87,19 @@ export function createEnforceService(deps: EnforceServiceDeps) {
       compiled.set(orgId, c);
     }
     return c;
+  };
+
+  // Policies whose error was logged lately (by organization and policy id): a broken CEL expression
+  // on a busy agent fails on every request, and one line a minute says it as well as thousands.
+  const errorLogged = new LRUCache<string, true>({ max: 10_000, ttl: POLICY_ERROR_LOG_EVERY_MS });
+  /** Logs the decision's policy errors (fixed texts, never request values: engine/cel.ts), each at most once a minute. */
+  const reportErrors = (orgId: string, d: Decision) => {
+    for (const e of d.errors) {
+      const k = `${orgId}|${e.policyId}`;
+      if (errorLogged.has(k)) continue;
+      errorLogged.set(k, true);
+      deps.log.warn({ organizationId: orgId, policyId: e.policyId, error: e.error }, 'policy could not be evaluated (a non-match); fix its rule or expression');
+    }
   };
 
   // Quality aggregates: one query per (organization, agent, metric, window) per QUALITY_TTL_MS,
@@ -192,6 +209,7 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     const out = decide(c.policies, req, context(orgId, agent, c.policies, null));
     const d = out instanceof Promise ? await out : out;
     const t2 = performance.now();
+    if (d.errors.length) reportErrors(orgId, d);
     let accessGrantId: string | null = null;
     if (d.accessGrantRequest) {
       const g = d.accessGrantRequest;

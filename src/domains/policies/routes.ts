@@ -39,6 +39,7 @@ export async function policyRoutes(app: FastifyInstance) {
     agent: (orgId, idOrExternal) => services.agents.forEnforcement(orgId, idOrExternal),
     monthSpend: (orgId, agentId) => services.agents.monthSpend(orgId, agentId),
     record: (input) => services.policyDecisions.record(input),
+    log: app.log,
   });
   const who = (p: ReturnType<typeof principalOf>) => ({ organizationId: p.organizationId, userId: p.userId, ...(p.agentId ? { agentId: p.agentId } : {}) });
 
@@ -51,7 +52,7 @@ export async function policyRoutes(app: FastifyInstance) {
       operationId: 'policies.enforce',
       summary: 'Decide whether an agent may take an action',
       description:
-        'Call before every tool call, LLM call or data access. The agent is named by uuid or external `agentId`: a paused or archived agent is denied by the kill switch (at once on the instance that took the change, within the cache invalidation delay on others), and budget_cap reads the spend of every trace ingested so far, fresh. Then every active policy in scope runs by ascending priority: block matches are `violations` (`deny`), warn and monitor matches `warnings`, an action_approval without a live grant is `require_approval` with the pending access grant in `accessGrantId` (one per agent, action, resource and parameters). `evaluationMs` and the `Server-Timing` header tell what governance cost. An unknown agent is 404, and so is another agent for an agent-scoped key. Every decision goes to the decision log; none writes an audit entry.',
+        'Call before every tool call, LLM call or data access. The agent is named by uuid or external `agentId`: a paused or archived agent is denied by the kill switch (at once on the instance that took the change, within the cache invalidation delay on others), and budget_cap reads the spend of every trace ingested so far (ingest moves the spend counter before it answers). Then every active policy in scope runs by ascending priority: block matches are `violations` (`deny`), warn and monitor matches `warnings`, an action_approval without a live grant is `require_approval` with the pending access grant in `accessGrantId` (one per agent, action, resource and parameters). `evaluationMs` and the `Server-Timing` header tell what governance cost. An unknown agent is 404, and so is another agent for an agent-scoped key. Every decision goes to the decision log; none writes an audit entry.',
       body: enforceRequestSchema,
       response: { 200: dataSchema(enforceDecisionSchema), ...errorResponses, ...notFoundResponse },
       ...enforceHeaders,
@@ -76,7 +77,7 @@ export async function policyRoutes(app: FastifyInstance) {
       operationId: 'policies.test',
       summary: 'Dry-run an unsaved policy against a request',
       description:
-        '`policy` is validated exactly like a create (422 naming `policy.<field>`, e.g. `policy.ruleDefinition.detect.0`); the answer is the enforce answer for that one policy against `request`, with the agent read fresh. Nothing is saved, recorded or emitted: a window limit counts on a throwaway counter (no quota is used), no access grant is created (`require_approval` comes without `accessGrantId`), and a custom validator is called for real, signed with a one-off secret.',
+        '`policy` is validated exactly like a create (422 naming `policy.<field>`, e.g. `policy.ruleDefinition.detect.0`); the answer is the enforce answer for that one policy against `request`, with the agent as enforce reads it. Nothing is saved, recorded or emitted: a window limit counts on a throwaway counter (no quota is used), no access grant is created (`require_approval` comes without `accessGrantId`), and a custom validator is called for real, signed with a one-off secret.',
       body: testPolicyInput,
       response: { 200: dataSchema(enforceDecisionSchema), ...errorResponses, ...notFoundResponse },
       ...enforceHeaders,

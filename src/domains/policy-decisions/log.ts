@@ -116,20 +116,25 @@ export class DecisionLog {
    * decision's objects are hot in the cache now, and nothing of an allow decision is kept for the
    * flush: no drain of a second's decisions blocks the event loop at flush, and less survives
    * into the old generation); a deny or require_approval becomes a row, its events are held.
-   * Past `maxBuffered` held rows or events a flush starts, and the oldest beyond it are dropped.
+   * When held rows, events or counter keys first reach their bound a flush starts; beyond it the
+   * oldest rows and events are dropped. Only the crossing starts one: while the database is down
+   * the held batch sits at the bound, and a flush per decision would retry it on every request
+   * (the flush task retries every interval anyway).
    */
   record(input: DecisionRecordInput): void {
+    const below = this.rows.length < this.maxBuffered && this.events.length < this.maxBuffered && this.counterKeys < this.maxCounterKeys;
     try {
       this.counts.recorded++;
       this.take(input);
-      if (this.rows.length >= this.maxBuffered || this.events.length >= this.maxBuffered) {
-        this.trim();
-        // Deliberately not awaited: the caller's decision is answered regardless (fail open).
-        if (!this.flushing) void this.flush().catch(() => undefined);
-      }
     } catch {
-      // Recording must never fail the enforce request: the decision was already made.
+      // A malformed record (a caller's bug) is skipped; recording never fails the enforce request.
+      this.counts.skippedInvalid++;
+      return;
     }
+    if (this.rows.length > this.maxBuffered || this.events.length > this.maxBuffered) this.trim();
+    const reached = this.rows.length >= this.maxBuffered || this.events.length >= this.maxBuffered || this.counterKeys >= this.maxCounterKeys;
+    // Deliberately not awaited: the caller's decision is answered regardless (fail open).
+    if (below && reached && !this.flushing) void this.flush().catch(() => undefined);
   }
 
   /** Rows, counter keys and events held right now (not yet written). */

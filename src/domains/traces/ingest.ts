@@ -92,7 +92,7 @@ export interface IngestDeps {
    * spend counter) and the agents whose rows changed beyond spend and health (a budget pause), which
    * the agent cache forgets (docs/decisions.md, "Spend counter").
    */
-  committed?: (orgId: string, change: AccrualChange) => Promise<void>;
+  committed: (orgId: string, change: AccrualChange) => Promise<void>;
 }
 
 /** What a committed batch changed on its agents. */
@@ -167,7 +167,7 @@ export async function ingestTraces(deps: IngestDeps, principal: Actor, items: un
 
   if (ready.length > 0) {
     const change = await writeBatch(deps, principal, ready);
-    await deps.committed?.(orgId, change);
+    await deps.committed(orgId, change);
   }
   errors.sort((a, b) => a.index - b.index);
   return {

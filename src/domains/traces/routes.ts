@@ -38,10 +38,13 @@ export async function traceRoutes(app: FastifyInstance) {
   const { db, pricing, subscriptions, config, clock } = app.deps;
   // After commit, before the answer: the spend counter takes the agents' new spend, and the agent
   // cache forgets the agents a budget paused or marked (docs/decisions.md, "Spend counter").
-  const agents = app.deps.services.agents;
-  const committed = app.deps.afterCommit.wrap('agents: spend counter and agent cache (ingest)', (orgId: string, change: AccrualChange) =>
-    Promise.all([agents.accrued(orgId, change.spends), change.changed.length ? agents.invalidate(orgId, change.changed) : undefined]),
-  );
+  const { afterCommit, services } = app.deps;
+  const committed = async (orgId: string, change: AccrualChange) => {
+    await Promise.all([
+      afterCommit.run('agents: spend counter (ingest)', () => services.agents.accrued(orgId, change.spends)),
+      change.changed.length ? afterCommit.run('agents: agent cache (ingest)', () => services.agents.invalidate(orgId, change.changed)) : undefined,
+    ]);
+  };
 
   r.post('/traces/ingest', {
     bodyLimit: config.INGEST_BODY_LIMIT_BYTES,

@@ -5,17 +5,16 @@
  */
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Executor } from '../../db/client.js';
+import { retentionCutoff } from '../../db/retention.js';
 import { organizationIds } from '../organizations/index.js';
 
-const DAY_MS = 86_400_000;
 /** Organization ids per statement when listing the webhooks to sweep. */
 const ORGS_PER_LIST = 1000;
 
 /** The cutoff for a retention of `days` at `now`: history last changed before it expires; null when retention is off (0). */
-export function webhookRetentionCutoff(days: number, now: Date): Date | null {
-  return days > 0 ? new Date(now.getTime() - days * DAY_MS) : null;
-}
+export const webhookRetentionCutoff = retentionCutoff;
 
+/** What one retention run deletes, and its bounds. */
 export interface DeleteWebhookHistoryOptions {
   /** Finished messages last changed before this instant are deleted, with their attempts. */
   before: Date;
@@ -49,7 +48,7 @@ export async function deleteExpiredWebhookHistory(db: Executor, opts: DeleteWebh
   const floor = uuidv7Floor(opts.before);
   let deleted = 0;
   let batches = 0;
-  for (const { organizationId, id } of await webhooksOf(db, await organizationIds(db))) {
+  for (const { organizationId, id } of await webhooksWithExpired(db, await organizationIds(db), before, floor)) {
     for (;;) {
       if (batches >= maxBatches) return { deleted, more: true };
       batches++;
@@ -64,7 +63,7 @@ export async function deleteExpiredWebhookHistory(db: Executor, opts: DeleteWebh
              limit ${batchSize}
           ), gone as (
             delete from webhook_messages m using doomed
-             where m.organization_id = ${organizationId}::uuid and m.id = doomed.id
+             where m.organization_id = ${organizationId}::uuid and m.id = doomed.id and m.status <> 'pending'
             returning 1
           )
           select count(*)::int as n from gone`),
@@ -76,8 +75,12 @@ export async function deleteExpiredWebhookHistory(db: Executor, opts: DeleteWebh
   return { deleted, more: false };
 }
 
-/** The webhooks of the organizations `orgIds`, in statements of ORGS_PER_LIST organizations. */
-async function webhooksOf(db: Executor, orgIds: string[]): Promise<{ organizationId: string; id: string }[]> {
+/**
+ * The webhooks of the organizations `orgIds` that have expired history, in statements of
+ * ORGS_PER_LIST organizations: the statement cap is spent only on webhooks with something to delete,
+ * so every run makes progress and a webhook that sorts late is reached.
+ */
+async function webhooksWithExpired(db: Executor, orgIds: string[], before: string, floor: string): Promise<{ organizationId: string; id: string }[]> {
   const found: { organizationId: string; id: string }[] = [];
   for (let i = 0; i < orgIds.length; i += ORGS_PER_LIST) {
     const ids = `{${orgIds.slice(i, i + ORGS_PER_LIST).join(',')}}`;
@@ -85,6 +88,10 @@ async function webhooksOf(db: Executor, orgIds: string[]): Promise<{ organizatio
       await db.execute(sql`
         select w.organization_id, w.id from unnest(${ids}::uuid[]) as o(id)
           join webhooks w on w.organization_id = o.id
+         where exists (
+           select 1 from webhook_messages m
+            where m.organization_id = w.organization_id and m.webhook_id = w.id and m.event_id < ${floor}::uuid
+              and m.status <> 'pending' and m.updated_at < ${before}::timestamptz)
          order by w.organization_id, w.id`),
     );
     found.push(...rows.map((r) => ({ organizationId: r.organization_id, id: r.id })));

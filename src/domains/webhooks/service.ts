@@ -222,6 +222,8 @@ export async function redeliver(db: Db, ctx: AuditContext, webhookId: string, de
     if (!d) throw notFound('Webhook delivery');
     if (!hook.isActive) throw conflict('The webhook is inactive: re-activate it (PATCH isActive: true) before redelivering');
     const [m] = await tx.select().from(webhookMessages).where(and(eq(webhookMessages.organizationId, orgId), eq(webhookMessages.id, d.messageId))).limit(1);
+    // Retention may have deleted the message (and, by cascade, the delivery) since the read above.
+    if (!m) throw notFound('Webhook delivery');
     // The webhook row is locked above, so two redeliveries of one event get distinct series.
     const [{ series }] = await tx
       .select({ series: sql<number>`coalesce(max(${webhookMessages.series}), 0)::int + 1` })

@@ -55,7 +55,7 @@ export interface ValidatorAnswer {
 export interface EngineContext {
   agent: EngineAgent;
   /**
-   * The agent's month-to-date spend as the database holds it now: budget_cap compares against it,
+   * The agent's month-to-date spend as of every trace ingested so far: budget_cap compares against it,
    * never against `agent.currentMonthCostUsd`, which may come from a cache.
    */
   monthSpend(agentId: string): MaybePromise<number>;
