@@ -86,7 +86,8 @@ describe('update, archive, pause, resume, kill switch', () => {
     const a = await register(org);
     const p = await org.req({ method: 'POST', url: `/api/v1/agents/${a.id}/pause`, payload: { reason: 'runaway loop' } });
     expect(p.statusCode).toBe(200);
-    expect(p.json().data).toMatchObject({ status: 'paused', pauseReason: 'runaway loop', pausedBy: expect.any(String), pausedAt: expect.any(String) });
+    // pausedAt is the app's (injected) clock's time, as the pause's audit entry and event are.
+    expect(p.json().data).toMatchObject({ status: 'paused', pauseReason: 'runaway loop', pausedBy: expect.any(String), pausedAt: app.clock.now().toISOString() });
     const ev = (await events(app, org.orgId, 'kill_switch_triggered')).find((e) => e.agentId === a.id);
     expect(ev?.data).toMatchObject({ reason: 'runaway loop', trigger: 'manual' });
     const again = await org.req({ method: 'POST', url: `/api/v1/agents/${a.id}/pause`, payload: {} });

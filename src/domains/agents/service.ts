@@ -174,7 +174,7 @@ const cannot = (from: string, action: string) => invalidTransition(`Cannot ${act
 export async function pauseInTx(tx: Tx, ctx: AuditContext, before: Row, reason: string, pausedBy: string, trigger: string) {
   const [row] = await tx
     .update(agents)
-    .set({ status: 'paused', pausedAt: new Date(), pausedBy, pauseReason: reason, updatedAt: new Date() })
+    .set({ status: 'paused', pausedAt: ctx.clock.now(), pausedBy, pauseReason: reason, updatedAt: new Date() })
     .where(and(scoped(before.organizationId, before.id), eq(agents.status, 'active')))
     .returning();
   if (!row) return null;
