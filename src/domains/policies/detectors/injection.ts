@@ -266,7 +266,7 @@ export const analyseJoined = (joined: string): InjectionAnalysis => analyse(join
  * path and offsets. `cached`, when given, may answer the analysis of a joined text seen before.
  */
 export function scanInjectionLeaves(leaves: Leaves, cached?: CachedAnalysis): InjectionResult {
-  const { texts, paths, truncated } = leaves;
+  const { texts, truncated } = leaves;
   if (texts.length === 0) return { score: 0, top: null, findings: [], truncated };
   const starts: number[] = new Array(texts.length);
   for (let i = 0, at = 0; i < texts.length; i++) (starts[i] = at), (at += texts[i].length + 2);
@@ -287,7 +287,7 @@ export function scanInjectionLeaves(leaves: Leaves, cached?: CachedAnalysis): In
       }
       const base = starts[lo];
       const len = texts[lo].length;
-      return { code: h.code, path: paths[lo], start: Math.min(h.start - base, len), end: Math.min(h.end - base, len), score: Math.round(h.weight * 1000) / 1000 };
+      return { code: h.code, path: leaves.path(lo), start: Math.min(h.start - base, len), end: Math.min(h.end - base, len), score: Math.round(h.weight * 1000) / 1000 };
     });
   return { score, top: findings[0] ?? null, findings, truncated };
 }

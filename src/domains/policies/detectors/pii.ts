@@ -435,10 +435,11 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
       const budget = { custom: CUSTOM_PATTERN_CHARS };
       let full = true;
       let customCut = false;
-      const { texts, paths, truncated } = collectStrings(value, root, caps);
+      const leaves = collectStrings(value, root, caps);
+      const { texts, truncated } = leaves;
       for (let i = 0; i < texts.length; i++) {
         if (custom.length > 0 && texts[i].length > budget.custom) customCut = true;
-        if (full) full = scanText(texts[i], paths[i], findings, budget);
+        if (full) full = scanText(texts[i], leaves.path(i), findings, budget);
       }
       return { findings, truncated: truncated || !full || customCut };
     },

@@ -18,41 +18,80 @@ export const DEFAULT_CAPS: WalkCaps = { maxChars: 256 * 1024, maxDepth: 32, maxN
 /** The string leaves of a value, in walk order. */
 export interface Leaves {
   readonly texts: string[];
-  readonly paths: string[];
   /** Whether a cap cut the walk short. */
   readonly truncated: boolean;
   /** Characters in all (the sum of the texts' lengths). */
   readonly chars: number;
+  /** The dotted path of leaf `i` (`input.messages.3.content`), built on first ask. */
+  path(i: number): string;
+}
+
+/**
+ * Leaves whose paths are built only when asked: the walk records, per leaf and per object or array,
+ * its parent's index and its key (two slots of one array), and a path is joined from that chain on
+ * demand, its parent's path kept for its siblings. Most requests need no path at all (paths serve
+ * findings' evidence only), so a decision no longer builds one string per node
+ * (docs/decisions.md, "Detector speed").
+ */
+class WalkedLeaves implements Leaves {
+  readonly texts: string[] = [];
+  truncated = false;
+  chars = 0;
+  /** Per leaf: parent container's index (-1: the leaf is the root value), key in it. */
+  readonly leafLinks: Array<number | string> = [];
+  /** Per object or array, in walk order: parent container's index (-1: the root), key in it. */
+  readonly nodeLinks: Array<number | string> = [];
+  private leafPaths?: string[];
+  private nodePaths?: string[];
+
+  constructor(readonly root: string) {}
+
+  path(i: number): string {
+    const memo = (this.leafPaths ??= []);
+    return (memo[i] ??= this.joinPath(this.leafLinks[2 * i] as number, this.leafLinks[2 * i + 1]));
+  }
+
+  /** The path of a child named `key` of container `parent` (-1: `key` is unused, the root itself). */
+  private joinPath(parent: number, key: number | string): string {
+    return parent < 0 ? this.root : `${this.nodePath(parent)}.${key}`;
+  }
+
+  private nodePath(c: number): string {
+    const memo = (this.nodePaths ??= []);
+    return (memo[c] ??= this.joinPath(this.nodeLinks[2 * c] as number, this.nodeLinks[2 * c + 1]));
+  }
 }
 
 /** The walk's running state (one object per walk instead of closures over locals). */
 interface Walk {
-  texts: string[];
-  paths: string[];
+  out: WalkedLeaves;
   chars: number;
   nodes: number;
-  truncated: boolean;
   maxDepth: number;
 }
 
-function go(w: Walk, v: unknown, path: string, depth: number): void {
-  if (w.chars <= 0 || w.nodes <= 0) return void (w.truncated = true);
+/** Visits `v`, the child `key` of container `parent` (-1: the root value). */
+function go(w: Walk, v: unknown, parent: number, key: number | string, depth: number): void {
+  if (w.chars <= 0 || w.nodes <= 0) return void (w.out.truncated = true);
   w.nodes--;
   if (typeof v === 'string') {
     if (v.length === 0) return;
-    const text = v.length > w.chars ? ((w.truncated = true), v.slice(0, w.chars)) : v;
+    const text = v.length > w.chars ? ((w.out.truncated = true), v.slice(0, w.chars)) : v;
     w.chars -= text.length;
-    w.texts.push(text);
-    w.paths.push(path);
+    w.out.texts.push(text);
+    w.out.leafLinks.push(parent, key);
   } else if (typeof v === 'number') {
-    if (Number.isInteger(v) && Math.abs(v) >= 1e8) go(w, String(Math.abs(v)), path, depth);
+    if (Number.isInteger(v) && Math.abs(v) >= 1e8) go(w, String(Math.abs(v)), parent, key, depth);
   } else if (v !== null && typeof v === 'object') {
-    if (depth >= w.maxDepth) return void (w.truncated = true);
+    if (depth >= w.maxDepth) return void (w.out.truncated = true);
+    const links = w.out.nodeLinks;
+    const self = links.length >> 1;
+    links.push(parent, key);
     if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) go(w, v[i], `${path}.${i}`, depth + 1);
+      for (let i = 0; i < v.length; i++) go(w, v[i], self, i, depth + 1);
     } else {
       for (const k in v as Record<string, unknown>) {
-        if (Object.prototype.hasOwnProperty.call(v, k)) go(w, (v as Record<string, unknown>)[k], `${path}.${k}`, depth + 1);
+        if (Object.prototype.hasOwnProperty.call(v, k)) go(w, (v as Record<string, unknown>)[k], self, k, depth + 1);
       }
     }
   }
@@ -60,7 +99,8 @@ function go(w: Walk, v: unknown, path: string, depth: number): void {
 
 /** The string leaves of `value` (whose field is named `root`) within `caps`. */
 export function collectStrings(value: unknown, root: string, caps: WalkCaps = DEFAULT_CAPS): Leaves {
-  const w: Walk = { texts: [], paths: [], chars: caps.maxChars, nodes: caps.maxNodes, truncated: false, maxDepth: caps.maxDepth };
-  if (value !== undefined) go(w, value, root, 0);
-  return { texts: w.texts, paths: w.paths, truncated: w.truncated, chars: caps.maxChars - w.chars };
+  const w: Walk = { out: new WalkedLeaves(root), chars: caps.maxChars, nodes: caps.maxNodes, maxDepth: caps.maxDepth };
+  if (value !== undefined) go(w, value, -1, '', 0);
+  w.out.chars = caps.maxChars - w.chars;
+  return w.out;
 }

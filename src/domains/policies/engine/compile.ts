@@ -59,10 +59,14 @@ function dataRestriction(r: RuleDefinition<'data_restriction'>): Evaluate {
       }
       if (custom) {
         const found: Finding[] = [];
-        const { texts, paths } = s.leaves(root);
+        const leaves = s.leaves(root);
+        const { texts } = leaves;
         const budget = { custom: 64 * 1024 };
-        for (let i = 0; i < texts.length && found.length === 0 && budget.custom > 0; i++) custom.scanText(texts[i], paths[i], found, budget);
+        let i = 0;
+        for (; i < texts.length && found.length === 0 && budget.custom > 0; i++) custom.scanText(texts[i], '', found, budget);
         const f = found[0];
+        // Found in the leaf just scanned: its path is built now, only for a match (walk.ts builds paths on demand).
+        if (f) f.path = leaves.path(i - 1);
         if (f) return [{ code: 'pii.custom', message: `Matched custom pattern ${f.pattern ?? 0} in ${f.path}`, evidence: evidence(f) }];
       }
     }

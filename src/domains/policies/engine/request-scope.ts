@@ -146,14 +146,15 @@ export class RequestScope {
       KIND_DETECTORS[k].scanText(text, '', raw, undefined, (r.signals ??= textSignals(text)));
       entry.pii[k] = raw;
     }
-    const { paths, texts } = r.leaves;
+    const { leaves } = r;
+    const { texts } = leaves;
     if (raw.length === 0) f = EMPTY;
     else if (raw.length >= MAX_FINDINGS) {
       // At the cap, which findings are kept depends on the order of the scan: leaf by leaf, as before.
       f = { findings: [], leaves: [] };
       for (let i = 0; i < texts.length && f.findings.length < MAX_FINDINGS; i++) {
         const before = f.findings.length;
-        KIND_DETECTORS[k].scanText(texts[i], paths[i], f.findings);
+        KIND_DETECTORS[k].scanText(texts[i], leaves.path(i), f.findings);
         for (let n = before; n < f.findings.length; n++) f.leaves.push(i);
       }
     } else {
@@ -164,7 +165,7 @@ export class RequestScope {
       for (let n = 0; n < order.length; n++) {
         const { n: at, leaf: i } = order[n];
         const x = raw[at];
-        f.findings[n] = { ...x, path: paths[i], start: x.start - starts[i], end: Math.min(x.end - starts[i], texts[i].length) };
+        f.findings[n] = { ...x, path: leaves.path(i), start: x.start - starts[i], end: Math.min(x.end - starts[i], texts[i].length) };
         f.leaves[n] = i;
       }
     }
@@ -203,8 +204,8 @@ export class RequestScope {
     const k = LEAF_CATEGORIES.indexOf(c);
     let byLeaf = memo[k];
     if (!byLeaf) {
-      const { texts, paths } = this.leaves('output');
-      byLeaf = (c === 'pii' || c === 'secrets' ? this.kindsByLeaf(CATEGORY_KINDS[c]) : null) ?? texts.map((t, i) => leafFindings(c, t, paths[i]));
+      const leaves = this.leaves('output');
+      byLeaf = (c === 'pii' || c === 'secrets' ? this.kindsByLeaf(CATEGORY_KINDS[c]) : null) ?? leaves.texts.map((_, i) => leafFindings(c, leaves, i));
       memo[k] = byLeaf;
     }
     return byLeaf;
