@@ -17,7 +17,7 @@ import { GateIndex, gateOf, type Gate } from './rule-gate.js';
 import { META, QUOTED, RULES, type Rule } from './injection-rules.js';
 import type { Finding } from './types.js';
 import { cachedScan, textDigest, worthCaching } from './scan-cache.js';
-import { collectStrings, type Leaves, type WalkCaps } from './walk.js';
+import { collectStrings, leafAt, leafStarts, type Leaves, type WalkCaps } from './walk.js';
 
 /** Characters scanned per request (input or output) by the injection detector. */
 export const INJECTION_CAPS: WalkCaps = { maxChars: 64 * 1024, maxDepth: 32, maxNodes: 10_000 };
@@ -268,23 +268,18 @@ export const analyseJoined = (joined: string): InjectionAnalysis => analyse(join
 export function scanInjectionLeaves(leaves: Leaves, cached?: CachedAnalysis): InjectionResult {
   const { texts, truncated } = leaves;
   if (texts.length === 0) return { score: 0, top: null, findings: [], truncated };
-  const starts: number[] = new Array(texts.length);
-  for (let i = 0, at = 0; i < texts.length; i++) (starts[i] = at), (at += texts[i].length + 2);
   // The score depends on the joined text alone, so a repeated text may be scored once (scan-cache.ts);
   // the text is joined only when the caller's key needs it or the analysis runs.
   const { score, hits } = cached ? cached(() => texts.join('\n\n')) : analyse(texts.join('\n\n'));
+  // Most texts hold no cue: the leaves' offsets are computed only to map findings back.
+  if (hits.length === 0) return { score, top: null, findings: [], truncated };
+  const starts = leafStarts(texts, 2);
   const findings = hits
     .slice()
     .sort((a, b) => b.weight - a.weight)
     .slice(0, 100)
     .map((h) => {
-      let lo = 0;
-      let hi = starts.length - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if (starts[mid] <= h.start) lo = mid;
-        else hi = mid - 1;
-      }
+      const lo = leafAt(starts, h.start);
       const base = starts[lo];
       const len = texts[lo].length;
       return { code: h.code, path: leaves.path(lo), start: Math.min(h.start - base, len), end: Math.min(h.end - base, len), score: Math.round(h.weight * 1000) / 1000 };

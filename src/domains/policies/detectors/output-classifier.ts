@@ -162,6 +162,8 @@ export function compileOutputClassifier(categories: readonly OutputCategory[], c
       if (r.top && r.score >= RECOMMENDED_THRESHOLD && findings.length < MAX_FINDINGS)
         findings.push({ code: CODES.injection, path: r.top.path, start: r.top.start, end: r.top.end, score: r.score, kind: r.top.code });
     }
+    // The usual answer, nothing found, without the set of categories.
+    if (findings.length === 0) return { findings, categories: [], truncated: leaves.truncated };
     const found = new Set(findings.map((f) => f.code.slice('output.'.length) as OutputCategory));
     return { findings, categories: categories.filter((c) => found.has(c)), truncated: leaves.truncated || findings.length >= MAX_FINDINGS };
   };

@@ -104,3 +104,22 @@ export function collectStrings(value: unknown, root: string, caps: WalkCaps = DE
   w.out.chars = caps.maxChars - w.chars;
   return w.out;
 }
+
+/** Each text's offset in the texts joined by separators of `gap` characters. */
+export function leafStarts(texts: readonly string[], gap: number): number[] {
+  const starts: number[] = new Array(texts.length);
+  for (let i = 0, at = 0; i < texts.length; i++) (starts[i] = at), (at += texts[i].length + gap);
+  return starts;
+}
+
+/** Index of the text holding joined offset `at` (the last of `starts` at or before it). */
+export function leafAt(starts: readonly number[], at: number): number {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (starts[mid] <= at) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}

@@ -16,7 +16,7 @@ import { CATEGORY_KINDS, LEAF_CATEGORIES, leafFindings, type LeafCategory, type 
 import { compilePiiDetector, MAX_FINDINGS, textSignals, type PiiDetector, type TextSignals } from '../detectors/pii.js';
 import { cachedScan, textDigest, worthCaching } from '../detectors/scan-cache.js';
 import type { Finding } from '../detectors/types.js';
-import { collectStrings, DEFAULT_CAPS, type Leaves } from '../detectors/walk.js';
+import { collectStrings, DEFAULT_CAPS, leafAt, leafStarts, type Leaves } from '../detectors/walk.js';
 import { PII_KINDS, type PiiKind } from '../rules.js';
 import type { EnforceRequest } from '../enforce-schemas.js';
 import type { EngineAgent } from './types.js';
@@ -39,10 +39,11 @@ interface KindFindings {
 /** A root's state for this request. */
 interface RootState {
   leaves: Leaves;
-  /** The leaves joined by NUL characters, with each leaf's offset (see `joined`). */
+  /** The leaves joined by NUL characters (see `joined`). */
   text?: string;
+  /** Each leaf's offset in `text`, computed when a finding is to be mapped back to its leaf. */
   starts?: number[];
-  /** Whether some leaf holds a NUL: the joined text then does not tell the leaves apart. */
+  /** Whether some leaf holds a NUL: the joined text then does not tell the leaves apart (asked by the injection scan). */
   nul?: boolean;
   entry?: ScanEntry;
   /** Computed on the first kind that needs them, then shared by every kind (pii.ts, textSignals). */
@@ -63,18 +64,6 @@ const KIND_DETECTORS: PiiDetector[] = PII_KINDS.map((kind) => compilePiiDetector
  * own cap: the two walks then visit the same nodes and cut nothing (same depth and node caps).
  */
 const SAME_WALK = INJECTION_CAPS.maxDepth === DEFAULT_CAPS.maxDepth && INJECTION_CAPS.maxNodes === DEFAULT_CAPS.maxNodes;
-
-/** Index of the leaf holding joined offset `at` (the last start at or before it). */
-function leafAt(starts: number[], at: number): number {
-  let lo = 0;
-  let hi = starts.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (starts[mid] <= at) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
 
 export class RequestScope {
   private input?: RootState;
@@ -112,18 +101,8 @@ export class RequestScope {
    */
   private joined(r: RootState): ScanEntry {
     if (r.entry) return r.entry;
-    const { texts } = r.leaves;
-    const starts: number[] = new Array(texts.length);
-    let nul = false;
-    for (let i = 0, at = 0; i < texts.length; i++) {
-      starts[i] = at;
-      at += texts[i].length + 1;
-      if (!nul && texts[i].includes('\0')) nul = true;
-    }
-    const text = texts.join('\0');
+    const text = r.leaves.texts.join('\0');
     r.text = text;
-    r.starts = starts;
-    r.nul = nul;
     // One cache entry per text for all kinds and the injection analysis: one digest per root and request.
     r.entry = worthCaching(text.length) ? cachedScan<ScanEntry>(`${this.agent.id}:${textDigest(text)}`, () => ({ pii: [] })) : { pii: [] };
     return r.entry;
@@ -139,7 +118,6 @@ export class RequestScope {
     if (f) return f;
     const entry = this.joined(r);
     const text = r.text!;
-    const starts = r.starts!;
     let raw = entry.pii[k];
     if (!raw) {
       raw = [];
@@ -160,6 +138,7 @@ export class RequestScope {
     } else {
       // A kind of several patterns finds pattern by pattern; leaf by leaf it found leaf by leaf:
       // a stable sort by leaf restores that order (the first finding is the policy's evidence).
+      const starts = (r.starts ??= leafStarts(texts, 1));
       const order = raw.map((x, n) => ({ n, leaf: leafAt(starts, x.start) })).sort((a, b) => a.leaf - b.leaf || a.n - b.n);
       f = { findings: new Array(order.length), leaves: new Array(order.length) };
       for (let n = 0; n < order.length; n++) {
@@ -184,7 +163,8 @@ export class RequestScope {
     const entry = this.joined(r);
     // The entry's key names the leaves only when none holds a NUL; otherwise the analysis is cached by its own text.
     const agentId = this.agent.id;
-    return (r.injection = scanInjectionLeaves(r.leaves, r.nul ? (join) => cachedByText(agentId, join()) : (join) => (entry.injection ??= analyseJoined(join()))));
+    const nul = (r.nul ??= r.leaves.texts.some((t) => t.includes('\0')));
+    return (r.injection = scanInjectionLeaves(r.leaves, nul ? (join) => cachedByText(agentId, join()) : (join) => (entry.injection ??= analyseJoined(join()))));
   }
 
   /** Runs `classifier` (named by `key`, its categories) over `output` once per request, its categories' findings shared with the other classifiers. */
