@@ -214,7 +214,9 @@ export class RequestScope {
 
   /** The CEL variables: `request`, the enforce body plus `agent` (one object for every expression of the request). */
   cel(): { request: Record<string, unknown> } {
-    return (this.celMemo ??= { request: { ...this.request, agent: this.agent } });
+    // Object.assign, not a spread: the same keys in the same order (the body's keys are the schema's, none
+    // a setter's name), five times faster here on the parsed body (docs/decisions.md, "Detector speed").
+    return (this.celMemo ??= { request: Object.assign({}, this.request, { agent: this.agent }) });
   }
 
   /** Hex SHA-256 of the canonical JSON of `action.parameters` (`{}` when absent). */
