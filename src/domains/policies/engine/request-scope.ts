@@ -53,6 +53,9 @@ interface RootState {
 }
 
 const KIND_INDEX = new Map<PiiKind, number>(PII_KINDS.map((k, i) => [k, i]));
+
+/** The index of a PII kind for `RequestScope.pii` (looked up once per policy version, not per request). */
+export const piiKindIndex = (kind: PiiKind): number => KIND_INDEX.get(kind)!;
 const EMPTY: KindFindings = { findings: [], leaves: [] };
 const NO_LEAF_FINDINGS: readonly LeafFinding[] = [];
 
@@ -108,9 +111,9 @@ export class RequestScope {
     return r.entry;
   }
 
-  /** Findings of one PII kind over `root`, scanned once per request (and once per repeated text, scan-cache.ts). */
-  pii(kind: PiiKind, root: Root): Finding[] {
-    return this.kindFindings(KIND_INDEX.get(kind)!, this.root(root)).findings;
+  /** Findings of one PII kind (its piiKindIndex) over `root`, scanned once per request (and once per repeated text, scan-cache.ts). */
+  pii(kind: number, root: Root): Finding[] {
+    return this.kindFindings(kind, this.root(root)).findings;
   }
 
   private kindFindings(k: number, r: RootState): KindFindings {
