@@ -69,7 +69,17 @@ function quotedRanges(text: string): Array<[number, number]> {
 const SELF = /\b(?:my|our|i|we)\b/;
 
 /** `seen` marks the rules already found in an earlier view of the same text (by index: every cue set lists RULES in order). */
-function runRules(view: View, cueSet: Cues, tag: string, hits: Hit[], seen: Uint8Array, quotes: () => Array<[number, number]>, asCode?: string): void {
+/**
+ * The quoted ranges of a folded text, found on its first cue. An object rather than a closure per
+ * analysed text: under tsx (how the service runs) every named closure costs a defineProperty call.
+ */
+interface Quotes {
+  readonly text: string;
+  ranges: Array<[number, number]> | null;
+}
+
+/** `quotes` null: the view's offsets are not the folded text's, its cues are never counted as quoted. */
+function runRules(view: View, cueSet: Cues, tag: string, hits: Hit[], seen: Uint8Array, quotes: Quotes | null, asCode?: string): void {
   const t = view.text;
   const open = cueSet.index.open(t, view.map === null);
   const rules = cueSet.rules;
@@ -88,7 +98,7 @@ function runRules(view: View, cueSet: Cues, tag: string, hits: Hit[], seen: Uint
     const e = m.index + m[0].length;
     const start = originalOffset(view, s);
     const end = originalOffset(view, e - 1) + 1;
-    const quoted = quotes().some(([a, b]) => s >= a && e <= b);
+    const quoted = quotes !== null && (quotes.ranges ??= quotedRanges(quotes.text)).some(([a, b]) => s >= a && e <= b);
     hits.push({ code: asCode ?? rule.code, weight: asCode ? Math.max(weight, 0.8) : weight, start, end, key: `${tag}${k}`, quoted });
   }
 }
@@ -181,9 +191,7 @@ function analyse(src: string, depth = 0): { score: number; hits: Hit[] } {
   const sig = f.map === null ? asciiSignals(src) : null;
   const hits: Hit[] = [];
   const seen = new Uint8Array(RULES.length);
-  let memo: Array<[number, number]> | null = null;
-  const quotes = () => (memo ??= quotedRanges(f.text));
-  const none = () => [];
+  const quotes: Quotes = { text: f.text, ranges: null };
   runRules(f, CUES, 'r', hits, seen, quotes);
   const plain = hits.length;
 
@@ -192,12 +200,12 @@ function analyse(src: string, depth = 0): { score: number; hits: Hit[] } {
     runRules(deconfuse(f), CUES, 'h', hits, seen, quotes, 'injection.encoding');
     hits.push({ code: 'injection.encoding', weight: 0.3, start: 0, end: 0, key: 'mixed', quoted: false });
   }
-  if (sig ? sig.leet.some(([a, b]) => hasLeet(f.text.slice(a, b))) : hasLeet(f.text)) runRules(unleet(f), LEET_CUES, 'l', hits, seen, none, 'injection.encoding');
-  if (hasSpacedLetters(f.text)) runRules(despace(f), CUES, 's', hits, seen, none, 'injection.encoding');
-  if (/\brot-?13\b/.test(f.text)) runRules(mapChars(f, rot13), CUES, 'o', hits, seen, none, 'injection.encoding');
+  if (sig ? sig.leet.some(([a, b]) => hasLeet(f.text.slice(a, b))) : hasLeet(f.text)) runRules(unleet(f), LEET_CUES, 'l', hits, seen, null, 'injection.encoding');
+  if (hasSpacedLetters(f.text)) runRules(despace(f), CUES, 's', hits, seen, null, 'injection.encoding');
+  if (/\brot-?13\b/.test(f.text)) runRules(mapChars(f, rot13), CUES, 'o', hits, seen, null, 'injection.encoding');
   if (/\b(?:reverse|backwards?|reversed|right to left)\b/.test(f.text)) {
     const rev = { text: f.text.split('').reverse().join(''), map: Int32Array.from({ length: f.text.length }, (_, i) => originalOffset(f, i)).reverse() };
-    runRules(rev, CUES, 'v', hits, seen, none, 'injection.encoding');
+    runRules(rev, CUES, 'v', hits, seen, null, 'injection.encoding');
   }
   if (f.invisibles > 0) {
     // Invisible characters inside a cue: hiding it from keyword filters is the point.
