@@ -27,26 +27,34 @@ export interface Leaves {
 }
 
 /**
- * Leaves whose paths are built only when asked: the walk records, per leaf and per object or array,
- * its parent's index and its key (two slots of one array), and a path is joined from that chain on
- * demand, its parent's path kept for its siblings. Most requests need no path at all (paths serve
- * findings' evidence only), so a decision no longer builds one string per node
- * (docs/decisions.md, "Detector speed").
+ * Leaves whose paths are built only when asked (docs/decisions.md, "Detector speed"): paths serve
+ * findings' evidence only, and most requests have no finding, so the walk keeps just the texts. The
+ * first path asked walks the value again (same caps, so the same leaves) recording, per leaf and per
+ * object or array, its parent's index and its key; a path is then joined from that chain, its
+ * parent's path kept for its siblings. The value is the request's, never changed during a decision.
  */
 class WalkedLeaves implements Leaves {
   readonly texts: string[] = [];
   truncated = false;
   chars = 0;
-  /** Per leaf: parent container's index (-1: the leaf is the root value), key in it. */
-  readonly leafLinks: Array<number | string> = [];
+  /** Per leaf: parent container's index (-1: the leaf is the root value), key in it (filled on the first path asked). */
+  private leafLinks?: Array<number | string>;
   /** Per object or array, in walk order: parent container's index (-1: the root), key in it. */
-  readonly nodeLinks: Array<number | string> = [];
+  private nodeLinks?: Array<number | string>;
   private leafPaths?: string[];
   private nodePaths?: string[];
 
-  constructor(readonly root: string) {}
+  constructor(
+    private readonly value: unknown,
+    private readonly root: string,
+    private readonly caps: WalkCaps,
+  ) {}
 
   path(i: number): string {
+    if (!this.leafLinks) {
+      const w = walkOf(this.caps, null, (this.leafLinks = []), (this.nodeLinks = []));
+      if (this.value !== undefined) go(w, this.value, -1, '', 0);
+    }
     const memo = (this.leafPaths ??= []);
     return (memo[i] ??= this.joinPath(this.leafLinks[2 * i] as number, this.leafLinks[2 * i + 1]));
   }
@@ -58,35 +66,48 @@ class WalkedLeaves implements Leaves {
 
   private nodePath(c: number): string {
     const memo = (this.nodePaths ??= []);
-    return (memo[c] ??= this.joinPath(this.nodeLinks[2 * c] as number, this.nodeLinks[2 * c + 1]));
+    return (memo[c] ??= this.joinPath(this.nodeLinks![2 * c] as number, this.nodeLinks![2 * c + 1]));
   }
 }
 
-/** The walk's running state (one object per walk instead of closures over locals). */
+/** The walk's running state (one object per walk instead of closures over locals); it records texts or links, one or the other. */
 interface Walk {
-  out: WalkedLeaves;
+  texts: string[] | null;
+  leafLinks: Array<number | string> | null;
+  nodeLinks: Array<number | string> | null;
+  truncated: boolean;
   chars: number;
   nodes: number;
   maxDepth: number;
 }
 
+const walkOf = (caps: WalkCaps, texts: string[] | null, leafLinks: Array<number | string> | null, nodeLinks: Array<number | string> | null): Walk => ({
+  texts,
+  leafLinks,
+  nodeLinks,
+  truncated: false,
+  chars: caps.maxChars,
+  nodes: caps.maxNodes,
+  maxDepth: caps.maxDepth,
+});
+
 /** Visits `v`, the child `key` of container `parent` (-1: the root value). */
 function go(w: Walk, v: unknown, parent: number, key: number | string, depth: number): void {
-  if (w.chars <= 0 || w.nodes <= 0) return void (w.out.truncated = true);
+  if (w.chars <= 0 || w.nodes <= 0) return void (w.truncated = true);
   w.nodes--;
   if (typeof v === 'string') {
     if (v.length === 0) return;
-    const text = v.length > w.chars ? ((w.out.truncated = true), v.slice(0, w.chars)) : v;
-    w.chars -= text.length;
-    w.out.texts.push(text);
-    w.out.leafLinks.push(parent, key);
+    const cut = v.length > w.chars;
+    if (cut) w.truncated = true;
+    if (w.texts) w.texts.push(cut ? v.slice(0, w.chars) : v);
+    else w.leafLinks!.push(parent, key);
+    w.chars -= cut ? w.chars : v.length;
   } else if (typeof v === 'number') {
     if (Number.isInteger(v) && Math.abs(v) >= 1e8) go(w, String(Math.abs(v)), parent, key, depth);
   } else if (v !== null && typeof v === 'object') {
-    if (depth >= w.maxDepth) return void (w.out.truncated = true);
-    const links = w.out.nodeLinks;
-    const self = links.length >> 1;
-    links.push(parent, key);
+    if (depth >= w.maxDepth) return void (w.truncated = true);
+    const links = w.nodeLinks;
+    const self = links ? links.push(parent, key) / 2 - 1 : 0;
     if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) go(w, v[i], self, i, depth + 1);
     } else {
@@ -99,10 +120,12 @@ function go(w: Walk, v: unknown, parent: number, key: number | string, depth: nu
 
 /** The string leaves of `value` (whose field is named `root`) within `caps`. */
 export function collectStrings(value: unknown, root: string, caps: WalkCaps = DEFAULT_CAPS): Leaves {
-  const w: Walk = { out: new WalkedLeaves(root), chars: caps.maxChars, nodes: caps.maxNodes, maxDepth: caps.maxDepth };
+  const out = new WalkedLeaves(value, root, caps);
+  const w = walkOf(caps, out.texts, null, null);
   if (value !== undefined) go(w, value, -1, '', 0);
-  w.out.chars = caps.maxChars - w.chars;
-  return w.out;
+  out.truncated = w.truncated;
+  out.chars = caps.maxChars - w.chars;
+  return out;
 }
 
 /** Each text's offset in the texts joined by separators of `gap` characters. */
