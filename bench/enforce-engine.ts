@@ -10,6 +10,7 @@
  * Usage: npm run bench:enforce-engine. Figures in bench/README.md.
  */
 import { availableParallelism, loadavg } from 'node:os';
+import { getHeapStatistics } from 'node:v8';
 import { enforceRequestSchema, type EnforceRequest } from '../src/domains/policies/enforce-schemas.js';
 import { compileAll, createHttpValidator, decide, type EngineContext, type PolicyDefinition } from '../src/domains/policies/engine/index.js';
 import type { PolicyType } from '../src/domains/policies/rules.js';
@@ -19,8 +20,6 @@ import { enforceBody, POLICIES } from './enforce-policies.js';
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 20_000);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 10_000);
 const AGENT = '11111111-1111-4111-8111-111111111111';
-
-
 
 const body = enforceBody(AGENT);
 const request: EnforceRequest = enforceRequestSchema.parse(body);
@@ -104,6 +103,24 @@ function measure(fn: (i: number) => unknown, iterations = ITERATIONS): Figures {
   return { p50: pct(wall, 0.5), p99: pct(wall, 0.99), cpu50: pct(cpu, 0.5), cpu99: pct(cpu, 0.99) };
 }
 
+/**
+ * Bytes allocated per call of `fn`: the growth of the used heap over batches of 100 calls, a batch
+ * during which a garbage collection ran (the heap shrank) left out; the median batch. A figure of
+ * the JavaScript heap only (strings, objects, arrays), which is what the collector has to sweep.
+ */
+function allocated(fn: (i: number) => unknown): number {
+  const BATCH = 100;
+  const per: number[] = [];
+  for (let b = 0; b < 200; b++) {
+    const before = getHeapStatistics().used_heap_size;
+    for (let i = 0; i < BATCH; i++) fn(b * BATCH + i);
+    const grown = getHeapStatistics().used_heap_size - before;
+    if (grown > 0) per.push(grown / BATCH);
+  }
+  per.sort((a, b) => a - b);
+  return per[Math.floor(per.length / 2)] ?? NaN;
+}
+
 const compiled = compileAll(ALL);
 const sample = decide(compiled, request, ctx);
 if (sample instanceof Promise) throw new Error('the bench context is synchronous: decide must not answer a promise');
@@ -117,6 +134,10 @@ const missStats = scanCacheStats();
 resetScanCache();
 const hit = measure(() => decide(compiled, request, ctx));
 const hitStats = scanCacheStats();
+const hitBytes = allocated(() => decide(compiled, request, ctx));
+resetScanCache();
+const missBytes = allocated((i) => decide(compiled, miss(i), ctx));
+resetScanCache();
 const f = (x: number) => x.toFixed(1).padStart(9);
 const row = (name: string, m: Figures) => console.log(`${name.padEnd(40)}${f(m.p50)}${f(m.p99)}${f(m.cpu50)}${f(m.cpu99)}   ${(m.p50 / baseline.p50).toFixed(2).padStart(6)}`);
 console.log(`${'case'.padEnd(40)}${'wall p50'.padStart(9)}${'wall p99'.padStart(9)}${'cpu p50'.padStart(9)}${'cpu p99'.padStart(9)}   × baseline (wall p50)`);
@@ -135,3 +156,4 @@ console.log(`scan cache: miss run ${rate(missStats)}; hit run ${rate(hitStats)} 
 console.log(`load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${availableParallelism()} cores (a p99 far above p50 is mostly the process being descheduled)`);
 console.log(`enforce-engine p99 (cache miss): ${full.p99.toFixed(0)} µs wall, ${full.cpu99.toFixed(0)} µs CPU (target < 250); p50 ${full.p50.toFixed(0)} µs, ratio to baseline ${(full.p50 / baseline.p50).toFixed(1)}`);
 console.log(`enforce-engine p99 (cache hit): ${hit.p99.toFixed(0)} µs wall, ${hit.cpu99.toFixed(0)} µs CPU; p50 ${hit.p50.toFixed(0)} µs`);
+console.log(`allocated per decision (JS heap, median of batches of 100): cache hit ${(hitBytes / 1024).toFixed(1)} KB, cache miss ${(missBytes / 1024).toFixed(1)} KB`);

@@ -17,7 +17,7 @@ import { GateIndex, gateOf, type Gate } from './rule-gate.js';
 import { META, QUOTED, RULES, type Rule } from './injection-rules.js';
 import type { Finding } from './types.js';
 import { cachedScan, textDigest, worthCaching } from './scan-cache.js';
-import { collectStrings, type Leaves, type WalkCaps } from './walk.js';
+import { collectStrings, leafAt, leafStarts, type Leaves, type WalkCaps } from './walk.js';
 
 /** Characters scanned per request (input or output) by the injection detector. */
 export const INJECTION_CAPS: WalkCaps = { maxChars: 64 * 1024, maxDepth: 32, maxNodes: 10_000 };
@@ -69,7 +69,17 @@ function quotedRanges(text: string): Array<[number, number]> {
 const SELF = /\b(?:my|our|i|we)\b/;
 
 /** `seen` marks the rules already found in an earlier view of the same text (by index: every cue set lists RULES in order). */
-function runRules(view: View, cueSet: Cues, tag: string, hits: Hit[], seen: Uint8Array, quotes: () => Array<[number, number]>, asCode?: string): void {
+/**
+ * The quoted ranges of a folded text, found on its first cue. An object rather than a closure per
+ * analysed text: under tsx (how the service runs) every named closure costs a defineProperty call.
+ */
+interface Quotes {
+  readonly text: string;
+  ranges: Array<[number, number]> | null;
+}
+
+/** `quotes` null: the view's offsets are not the folded text's, its cues are never counted as quoted. */
+function runRules(view: View, cueSet: Cues, tag: string, hits: Hit[], seen: Uint8Array, quotes: Quotes | null, asCode?: string): void {
   const t = view.text;
   const open = cueSet.index.open(t, view.map === null);
   const rules = cueSet.rules;
@@ -88,7 +98,7 @@ function runRules(view: View, cueSet: Cues, tag: string, hits: Hit[], seen: Uint
     const e = m.index + m[0].length;
     const start = originalOffset(view, s);
     const end = originalOffset(view, e - 1) + 1;
-    const quoted = quotes().some(([a, b]) => s >= a && e <= b);
+    const quoted = quotes !== null && (quotes.ranges ??= quotedRanges(quotes.text)).some(([a, b]) => s >= a && e <= b);
     hits.push({ code: asCode ?? rule.code, weight: asCode ? Math.max(weight, 0.8) : weight, start, end, key: `${tag}${k}`, quoted });
   }
 }
@@ -181,9 +191,7 @@ function analyse(src: string, depth = 0): { score: number; hits: Hit[] } {
   const sig = f.map === null ? asciiSignals(src) : null;
   const hits: Hit[] = [];
   const seen = new Uint8Array(RULES.length);
-  let memo: Array<[number, number]> | null = null;
-  const quotes = () => (memo ??= quotedRanges(f.text));
-  const none = () => [];
+  const quotes: Quotes = { text: f.text, ranges: null };
   runRules(f, CUES, 'r', hits, seen, quotes);
   const plain = hits.length;
 
@@ -192,12 +200,12 @@ function analyse(src: string, depth = 0): { score: number; hits: Hit[] } {
     runRules(deconfuse(f), CUES, 'h', hits, seen, quotes, 'injection.encoding');
     hits.push({ code: 'injection.encoding', weight: 0.3, start: 0, end: 0, key: 'mixed', quoted: false });
   }
-  if (sig ? sig.leet.some(([a, b]) => hasLeet(f.text.slice(a, b))) : hasLeet(f.text)) runRules(unleet(f), LEET_CUES, 'l', hits, seen, none, 'injection.encoding');
-  if (hasSpacedLetters(f.text)) runRules(despace(f), CUES, 's', hits, seen, none, 'injection.encoding');
-  if (/\brot-?13\b/.test(f.text)) runRules(mapChars(f, rot13), CUES, 'o', hits, seen, none, 'injection.encoding');
+  if (sig ? sig.leet.some(([a, b]) => hasLeet(f.text.slice(a, b))) : hasLeet(f.text)) runRules(unleet(f), LEET_CUES, 'l', hits, seen, null, 'injection.encoding');
+  if (hasSpacedLetters(f.text)) runRules(despace(f), CUES, 's', hits, seen, null, 'injection.encoding');
+  if (/\brot-?13\b/.test(f.text)) runRules(mapChars(f, rot13), CUES, 'o', hits, seen, null, 'injection.encoding');
   if (/\b(?:reverse|backwards?|reversed|right to left)\b/.test(f.text)) {
     const rev = { text: f.text.split('').reverse().join(''), map: Int32Array.from({ length: f.text.length }, (_, i) => originalOffset(f, i)).reverse() };
-    runRules(rev, CUES, 'v', hits, seen, none, 'injection.encoding');
+    runRules(rev, CUES, 'v', hits, seen, null, 'injection.encoding');
   }
   if (f.invisibles > 0) {
     // Invisible characters inside a cue: hiding it from keyword filters is the point.
@@ -266,28 +274,23 @@ export const analyseJoined = (joined: string): InjectionAnalysis => analyse(join
  * path and offsets. `cached`, when given, may answer the analysis of a joined text seen before.
  */
 export function scanInjectionLeaves(leaves: Leaves, cached?: CachedAnalysis): InjectionResult {
-  const { texts, paths, truncated } = leaves;
+  const { texts, truncated } = leaves;
   if (texts.length === 0) return { score: 0, top: null, findings: [], truncated };
-  const starts: number[] = new Array(texts.length);
-  for (let i = 0, at = 0; i < texts.length; i++) (starts[i] = at), (at += texts[i].length + 2);
   // The score depends on the joined text alone, so a repeated text may be scored once (scan-cache.ts);
   // the text is joined only when the caller's key needs it or the analysis runs.
   const { score, hits } = cached ? cached(() => texts.join('\n\n')) : analyse(texts.join('\n\n'));
+  // Most texts hold no cue: the leaves' offsets are computed only to map findings back.
+  if (hits.length === 0) return { score, top: null, findings: [], truncated };
+  const starts = leafStarts(texts, 2);
   const findings = hits
     .slice()
     .sort((a, b) => b.weight - a.weight)
     .slice(0, 100)
     .map((h) => {
-      let lo = 0;
-      let hi = starts.length - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if (starts[mid] <= h.start) lo = mid;
-        else hi = mid - 1;
-      }
+      const lo = leafAt(starts, h.start);
       const base = starts[lo];
       const len = texts[lo].length;
-      return { code: h.code, path: paths[lo], start: Math.min(h.start - base, len), end: Math.min(h.end - base, len), score: Math.round(h.weight * 1000) / 1000 };
+      return { code: h.code, path: leaves.path(lo), start: Math.min(h.start - base, len), end: Math.min(h.end - base, len), score: Math.round(h.weight * 1000) / 1000 };
     });
   return { score, top: findings[0] ?? null, findings, truncated };
 }

@@ -97,21 +97,22 @@ const NONE: readonly LeafFinding[] = [];
 const CODES: Readonly<Record<OutputCategory, string>> = { pii: 'output.pii', secrets: 'output.secrets', profanity: 'output.profanity', url: 'output.url', code: 'output.code', injection: 'output.injection' };
 const KIND_DETECTORS = { pii: compilePiiDetector({ detect: CATEGORY_KINDS.pii }), secrets: compilePiiDetector({ detect: CATEGORY_KINDS.secrets }) };
 
-/** The findings of `category` in one leaf (`text` at `path`), in the order the classifier lists them. */
-export function leafFindings(category: LeafCategory, text: string, path: string): readonly LeafFinding[] {
+/** The findings of `category` in leaf `i` of `leaves`, in the order the classifier lists them (the leaf's path built only for a finding). */
+export function leafFindings(category: LeafCategory, leaves: Leaves, i: number): readonly LeafFinding[] {
+  const text = leaves.texts[i];
   const out: LeafFinding[] = [];
   switch (category) {
     case 'pii':
     case 'secrets': {
       const found: Finding[] = [];
-      KIND_DETECTORS[category].scanText(text, path, found);
-      for (const f of found) out.push({ path, start: f.start, end: f.end, score: f.score, kind: f.code });
+      KIND_DETECTORS[category].scanText(text, '', found);
+      for (const f of found) out.push({ path: leaves.path(i), start: f.start, end: f.end, score: f.score, kind: f.code });
       break;
     }
     case 'profanity': {
       PROFANITY.lastIndex = 0;
       const t = unleet(text); // same length: leet characters are replaced one for one
-      for (let m = PROFANITY.exec(t); m; m = PROFANITY.exec(t)) out.push({ path, start: m.index, end: m.index + m[0].length, score: 0.9, kind: 'profanity' });
+      for (let m = PROFANITY.exec(t); m; m = PROFANITY.exec(t)) out.push({ path: leaves.path(i), start: m.index, end: m.index + m[0].length, score: 0.9, kind: 'profanity' });
       break;
     }
     case 'url': {
@@ -119,14 +120,14 @@ export function leafFindings(category: LeafCategory, text: string, path: string)
       for (let m = URL.exec(text); m; m = URL.exec(text)) {
         let end = m.index + m[0].length;
         while (end > m.index && '.,;:!?'.includes(text[end - 1])) end--; // sentence punctuation is not part of the address
-        out.push({ path, start: m.index, end, score: 1, kind: 'url' });
+        out.push({ path: leaves.path(i), start: m.index, end, score: 1, kind: 'url' });
       }
       break;
     }
     case 'code': {
       FENCE.lastIndex = 0;
       const fence = FENCE.exec(text);
-      if (fence) out.push({ path, start: fence.index, end: text.length, score: 0.9, kind: 'fenced' });
+      if (fence) out.push({ path: leaves.path(i), start: fence.index, end: text.length, score: 0.9, kind: 'fenced' });
       else {
         CODE_LINE.lastIndex = 0;
         const lines: RegExpExecArray[] = [];
@@ -134,7 +135,7 @@ export function leafFindings(category: LeafCategory, text: string, path: string)
           if (m[0].length === 0) CODE_LINE.lastIndex++;
           else lines.push(m);
         }
-        if (lines.length >= 2) out.push({ path, start: lines[0].index, end: lines[lines.length - 1].index + lines[lines.length - 1][0].length, score: lines.length >= 3 ? 0.8 : 0.6, kind: 'lines' });
+        if (lines.length >= 2) out.push({ path: leaves.path(i), start: lines[0].index, end: lines[lines.length - 1].index + lines[lines.length - 1][0].length, score: lines.length >= 3 ? 0.8 : 0.6, kind: 'lines' });
       }
       break;
     }
@@ -161,6 +162,8 @@ export function compileOutputClassifier(categories: readonly OutputCategory[], c
       if (r.top && r.score >= RECOMMENDED_THRESHOLD && findings.length < MAX_FINDINGS)
         findings.push({ code: CODES.injection, path: r.top.path, start: r.top.start, end: r.top.end, score: r.score, kind: r.top.code });
     }
+    // The usual answer, nothing found, without the set of categories.
+    if (findings.length === 0) return { findings, categories: [], truncated: leaves.truncated };
     const found = new Set(findings.map((f) => f.code.slice('output.'.length) as OutputCategory));
     return { findings, categories: categories.filter((c) => found.has(c)), truncated: leaves.truncated || findings.length >= MAX_FINDINGS };
   };
@@ -169,7 +172,7 @@ export function compileOutputClassifier(categories: readonly OutputCategory[], c
     classifyLeaves,
     classify(value, root = 'output', injection = scanInjection) {
       const leaves = collectStrings(value, root, caps);
-      return classifyLeaves(leaves, (c, i) => leafFindings(c, leaves.texts[i], leaves.paths[i]), () => injection(value, root));
+      return classifyLeaves(leaves, (c, i) => leafFindings(c, leaves, i), () => injection(value, root));
     },
   };
 }

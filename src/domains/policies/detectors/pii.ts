@@ -393,7 +393,8 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
   const custom = (options.patterns ?? []).map((p) => new RegExp(p, 'g'));
   const caps = options.caps ?? DEFAULT_CAPS;
 
-  const scanText = (text: string, path: string, out: Finding[], budget = { custom: CUSTOM_PATTERN_CHARS }, signals?: TextSignals): boolean => {
+  // No default budget object per call: the engine's per-kind detectors have no custom pattern and scan once per kind and root.
+  const scanText = (text: string, path: string, out: Finding[], budget?: { custom: number }, signals?: TextSignals): boolean => {
     let sig = signals;
     for (const k of kinds) {
       if (k.gate && !k.gate((sig ??= textSignals(text)))) continue;
@@ -413,7 +414,9 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
         }
       }
     }
-    if (custom.length === 0 || budget.custom <= 0) return true;
+    if (custom.length === 0) return true;
+    budget ??= { custom: CUSTOM_PATTERN_CHARS };
+    if (budget.custom <= 0) return true;
     const slice = text.length > budget.custom ? text.slice(0, budget.custom) : text;
     budget.custom -= slice.length;
     for (let i = 0; i < custom.length; i++) {
@@ -435,10 +438,11 @@ export function compilePiiDetector(options: PiiDetectorOptions): PiiDetector {
       const budget = { custom: CUSTOM_PATTERN_CHARS };
       let full = true;
       let customCut = false;
-      const { texts, paths, truncated } = collectStrings(value, root, caps);
+      const leaves = collectStrings(value, root, caps);
+      const { texts, truncated } = leaves;
       for (let i = 0; i < texts.length; i++) {
         if (custom.length > 0 && texts[i].length > budget.custom) customCut = true;
-        if (full) full = scanText(texts[i], paths[i], findings, budget);
+        if (full) full = scanText(texts[i], leaves.path(i), findings, budget);
       }
       return { findings, truncated: truncated || !full || customCut };
     },

@@ -18,41 +18,101 @@ export const DEFAULT_CAPS: WalkCaps = { maxChars: 256 * 1024, maxDepth: 32, maxN
 /** The string leaves of a value, in walk order. */
 export interface Leaves {
   readonly texts: string[];
-  readonly paths: string[];
   /** Whether a cap cut the walk short. */
   readonly truncated: boolean;
   /** Characters in all (the sum of the texts' lengths). */
   readonly chars: number;
+  /** The dotted path of leaf `i` (`input.messages.3.content`), built on first ask. */
+  path(i: number): string;
 }
 
-/** The walk's running state (one object per walk instead of closures over locals). */
+/**
+ * Leaves whose paths are built only when asked (docs/decisions.md, "Detector speed"): paths serve
+ * findings' evidence only, and most requests have no finding, so the walk keeps just the texts. The
+ * first path asked walks the value again (same caps, so the same leaves) recording, per leaf and per
+ * object or array, its parent's index and its key; a path is then joined from that chain, its
+ * parent's path kept for its siblings. The value is the request's, never changed during a decision.
+ */
+class WalkedLeaves implements Leaves {
+  readonly texts: string[] = [];
+  truncated = false;
+  chars = 0;
+  /** Per leaf: parent container's index (-1: the leaf is the root value), key in it (filled on the first path asked). */
+  private leafLinks?: Array<number | string>;
+  /** Per object or array, in walk order: parent container's index (-1: the root), key in it. */
+  private nodeLinks?: Array<number | string>;
+  private leafPaths?: string[];
+  private nodePaths?: string[];
+
+  constructor(
+    private readonly value: unknown,
+    private readonly root: string,
+    private readonly caps: WalkCaps,
+  ) {}
+
+  path(i: number): string {
+    if (!this.leafLinks) {
+      const w = walkOf(this.caps, null, (this.leafLinks = []), (this.nodeLinks = []));
+      if (this.value !== undefined) go(w, this.value, -1, '', 0);
+    }
+    const memo = (this.leafPaths ??= []);
+    return (memo[i] ??= this.joinPath(this.leafLinks[2 * i] as number, this.leafLinks[2 * i + 1]));
+  }
+
+  /** The path of a child named `key` of container `parent` (-1: `key` is unused, the root itself). */
+  private joinPath(parent: number, key: number | string): string {
+    return parent < 0 ? this.root : `${this.nodePath(parent)}.${key}`;
+  }
+
+  private nodePath(c: number): string {
+    const memo = (this.nodePaths ??= []);
+    return (memo[c] ??= this.joinPath(this.nodeLinks![2 * c] as number, this.nodeLinks![2 * c + 1]));
+  }
+}
+
+/** The walk's running state (one object per walk instead of closures over locals); it records texts or links, one or the other. */
 interface Walk {
-  texts: string[];
-  paths: string[];
+  texts: string[] | null;
+  leafLinks: Array<number | string> | null;
+  nodeLinks: Array<number | string> | null;
+  truncated: boolean;
   chars: number;
   nodes: number;
-  truncated: boolean;
   maxDepth: number;
 }
 
-function go(w: Walk, v: unknown, path: string, depth: number): void {
+const walkOf = (caps: WalkCaps, texts: string[] | null, leafLinks: Array<number | string> | null, nodeLinks: Array<number | string> | null): Walk => ({
+  texts,
+  leafLinks,
+  nodeLinks,
+  truncated: false,
+  chars: caps.maxChars,
+  nodes: caps.maxNodes,
+  maxDepth: caps.maxDepth,
+});
+
+/** Visits `v`, the child `key` of container `parent` (-1: the root value). */
+function go(w: Walk, v: unknown, parent: number, key: number | string, depth: number): void {
   if (w.chars <= 0 || w.nodes <= 0) return void (w.truncated = true);
   w.nodes--;
   if (typeof v === 'string') {
     if (v.length === 0) return;
-    const text = v.length > w.chars ? ((w.truncated = true), v.slice(0, w.chars)) : v;
-    w.chars -= text.length;
-    w.texts.push(text);
-    w.paths.push(path);
+    const cut = v.length > w.chars;
+    if (cut) w.truncated = true;
+    if (w.texts) w.texts.push(cut ? v.slice(0, w.chars) : v);
+    else w.leafLinks!.push(parent, key);
+    w.chars -= cut ? w.chars : v.length;
   } else if (typeof v === 'number') {
-    if (Number.isInteger(v) && Math.abs(v) >= 1e8) go(w, String(Math.abs(v)), path, depth);
+    if (Number.isInteger(v) && Math.abs(v) >= 1e8) go(w, String(Math.abs(v)), parent, key, depth);
   } else if (v !== null && typeof v === 'object') {
     if (depth >= w.maxDepth) return void (w.truncated = true);
+    const links = w.nodeLinks;
+    const self = links ? links.push(parent, key) / 2 - 1 : 0;
     if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) go(w, v[i], `${path}.${i}`, depth + 1);
+      for (let i = 0; i < v.length; i++) go(w, v[i], self, i, depth + 1);
     } else {
       for (const k in v as Record<string, unknown>) {
-        if (Object.prototype.hasOwnProperty.call(v, k)) go(w, (v as Record<string, unknown>)[k], `${path}.${k}`, depth + 1);
+        if (Object.prototype.hasOwnProperty.call(v, k)) go(w, (v as Record<string, unknown>)[k], self, k, depth + 1);
       }
     }
   }
@@ -60,7 +120,29 @@ function go(w: Walk, v: unknown, path: string, depth: number): void {
 
 /** The string leaves of `value` (whose field is named `root`) within `caps`. */
 export function collectStrings(value: unknown, root: string, caps: WalkCaps = DEFAULT_CAPS): Leaves {
-  const w: Walk = { texts: [], paths: [], chars: caps.maxChars, nodes: caps.maxNodes, truncated: false, maxDepth: caps.maxDepth };
-  if (value !== undefined) go(w, value, root, 0);
-  return { texts: w.texts, paths: w.paths, truncated: w.truncated, chars: caps.maxChars - w.chars };
+  const out = new WalkedLeaves(value, root, caps);
+  const w = walkOf(caps, out.texts, null, null);
+  if (value !== undefined) go(w, value, -1, '', 0);
+  out.truncated = w.truncated;
+  out.chars = caps.maxChars - w.chars;
+  return out;
+}
+
+/** Each text's offset in the texts joined by separators of `gap` characters. */
+export function leafStarts(texts: readonly string[], gap: number): number[] {
+  const starts: number[] = new Array(texts.length);
+  for (let i = 0, at = 0; i < texts.length; i++) (starts[i] = at), (at += texts[i].length + gap);
+  return starts;
+}
+
+/** Index of the text holding joined offset `at` (the last of `starts` at or before it). */
+export function leafAt(starts: readonly number[], at: number): number {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (starts[mid] <= at) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }

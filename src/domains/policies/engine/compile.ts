@@ -11,7 +11,7 @@ import { compileOutputClassifier, blocking } from '../detectors/output-classifie
 import { compilePiiDetector } from '../detectors/pii.js';
 import type { Finding } from '../detectors/types.js';
 import { parseRuleDefinition, type RuleDefinition } from '../rules.js';
-import type { RequestScope, Root } from './request-scope.js';
+import { piiKindIndex, type RequestScope, type Root } from './request-scope.js';
 import { cel, celEvaluationError } from './cel.js';
 import type { EngineContext, EngineReport, Match, MaybePromise, PolicyDefinition } from './types.js';
 import { askValidator } from './validator.js';
@@ -51,18 +51,23 @@ function accessControl(r: RuleDefinition<'access_control'>): Evaluate {
 function dataRestriction(r: RuleDefinition<'data_restriction'>): Evaluate {
   const custom = r.patterns?.length ? compilePiiDetector({ detect: [], patterns: r.patterns }) : null;
   const where = roots(r.scope);
+  const kinds = r.detect.map((kind) => ({ kind, index: piiKindIndex(kind) }));
   return (s) => {
     for (const root of where) {
-      for (const kind of r.detect) {
-        const f = s.pii(kind, root)[0];
+      for (const { kind, index } of kinds) {
+        const f = s.pii(index, root)[0];
         if (f) return [{ code: f.code, message: `Detected ${kind} in ${f.path}`, evidence: evidence(f) }];
       }
       if (custom) {
         const found: Finding[] = [];
-        const { texts, paths } = s.leaves(root);
+        const leaves = s.leaves(root);
+        const { texts } = leaves;
         const budget = { custom: 64 * 1024 };
-        for (let i = 0; i < texts.length && found.length === 0 && budget.custom > 0; i++) custom.scanText(texts[i], paths[i], found, budget);
+        let i = 0;
+        for (; i < texts.length && found.length === 0 && budget.custom > 0; i++) custom.scanText(texts[i], '', found, budget);
         const f = found[0];
+        // Found in the leaf just scanned: its path is built now, only for a match (walk.ts builds paths on demand).
+        if (f) f.path = leaves.path(i - 1);
         if (f) return [{ code: 'pii.custom', message: `Matched custom pattern ${f.pattern ?? 0} in ${f.path}`, evidence: evidence(f) }];
       }
     }

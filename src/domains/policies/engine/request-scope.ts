@@ -16,7 +16,7 @@ import { CATEGORY_KINDS, LEAF_CATEGORIES, leafFindings, type LeafCategory, type 
 import { compilePiiDetector, MAX_FINDINGS, textSignals, type PiiDetector, type TextSignals } from '../detectors/pii.js';
 import { cachedScan, textDigest, worthCaching } from '../detectors/scan-cache.js';
 import type { Finding } from '../detectors/types.js';
-import { collectStrings, DEFAULT_CAPS, type Leaves } from '../detectors/walk.js';
+import { collectStrings, DEFAULT_CAPS, leafAt, leafStarts, type Leaves } from '../detectors/walk.js';
 import { PII_KINDS, type PiiKind } from '../rules.js';
 import type { EnforceRequest } from '../enforce-schemas.js';
 import type { EngineAgent } from './types.js';
@@ -39,10 +39,11 @@ interface KindFindings {
 /** A root's state for this request. */
 interface RootState {
   leaves: Leaves;
-  /** The leaves joined by NUL characters, with each leaf's offset (see `joined`). */
+  /** The leaves joined by NUL characters (see `joined`). */
   text?: string;
+  /** Each leaf's offset in `text`, computed when a finding is to be mapped back to its leaf. */
   starts?: number[];
-  /** Whether some leaf holds a NUL: the joined text then does not tell the leaves apart. */
+  /** Whether some leaf holds a NUL: the joined text then does not tell the leaves apart (asked by the injection scan). */
   nul?: boolean;
   entry?: ScanEntry;
   /** Computed on the first kind that needs them, then shared by every kind (pii.ts, textSignals). */
@@ -52,6 +53,9 @@ interface RootState {
 }
 
 const KIND_INDEX = new Map<PiiKind, number>(PII_KINDS.map((k, i) => [k, i]));
+
+/** The index of a PII kind for `RequestScope.pii` (looked up once per policy version, not per request). */
+export const piiKindIndex = (kind: PiiKind): number => KIND_INDEX.get(kind)!;
 const EMPTY: KindFindings = { findings: [], leaves: [] };
 const NO_LEAF_FINDINGS: readonly LeafFinding[] = [];
 
@@ -63,18 +67,6 @@ const KIND_DETECTORS: PiiDetector[] = PII_KINDS.map((kind) => compilePiiDetector
  * own cap: the two walks then visit the same nodes and cut nothing (same depth and node caps).
  */
 const SAME_WALK = INJECTION_CAPS.maxDepth === DEFAULT_CAPS.maxDepth && INJECTION_CAPS.maxNodes === DEFAULT_CAPS.maxNodes;
-
-/** Index of the leaf holding joined offset `at` (the last start at or before it). */
-function leafAt(starts: number[], at: number): number {
-  let lo = 0;
-  let hi = starts.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (starts[mid] <= at) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
 
 export class RequestScope {
   private input?: RootState;
@@ -112,26 +104,16 @@ export class RequestScope {
    */
   private joined(r: RootState): ScanEntry {
     if (r.entry) return r.entry;
-    const { texts } = r.leaves;
-    const starts: number[] = new Array(texts.length);
-    let nul = false;
-    for (let i = 0, at = 0; i < texts.length; i++) {
-      starts[i] = at;
-      at += texts[i].length + 1;
-      if (!nul && texts[i].includes('\0')) nul = true;
-    }
-    const text = texts.join('\0');
+    const text = r.leaves.texts.join('\0');
     r.text = text;
-    r.starts = starts;
-    r.nul = nul;
     // One cache entry per text for all kinds and the injection analysis: one digest per root and request.
     r.entry = worthCaching(text.length) ? cachedScan<ScanEntry>(`${this.agent.id}:${textDigest(text)}`, () => ({ pii: [] })) : { pii: [] };
     return r.entry;
   }
 
-  /** Findings of one PII kind over `root`, scanned once per request (and once per repeated text, scan-cache.ts). */
-  pii(kind: PiiKind, root: Root): Finding[] {
-    return this.kindFindings(KIND_INDEX.get(kind)!, this.root(root)).findings;
+  /** Findings of one PII kind (its piiKindIndex) over `root`, scanned once per request (and once per repeated text, scan-cache.ts). */
+  pii(kind: number, root: Root): Finding[] {
+    return this.kindFindings(kind, this.root(root)).findings;
   }
 
   private kindFindings(k: number, r: RootState): KindFindings {
@@ -139,32 +121,33 @@ export class RequestScope {
     if (f) return f;
     const entry = this.joined(r);
     const text = r.text!;
-    const starts = r.starts!;
     let raw = entry.pii[k];
     if (!raw) {
       raw = [];
       KIND_DETECTORS[k].scanText(text, '', raw, undefined, (r.signals ??= textSignals(text)));
       entry.pii[k] = raw;
     }
-    const { paths, texts } = r.leaves;
+    const { leaves } = r;
+    const { texts } = leaves;
     if (raw.length === 0) f = EMPTY;
     else if (raw.length >= MAX_FINDINGS) {
       // At the cap, which findings are kept depends on the order of the scan: leaf by leaf, as before.
       f = { findings: [], leaves: [] };
       for (let i = 0; i < texts.length && f.findings.length < MAX_FINDINGS; i++) {
         const before = f.findings.length;
-        KIND_DETECTORS[k].scanText(texts[i], paths[i], f.findings);
+        KIND_DETECTORS[k].scanText(texts[i], leaves.path(i), f.findings);
         for (let n = before; n < f.findings.length; n++) f.leaves.push(i);
       }
     } else {
       // A kind of several patterns finds pattern by pattern; leaf by leaf it found leaf by leaf:
       // a stable sort by leaf restores that order (the first finding is the policy's evidence).
+      const starts = (r.starts ??= leafStarts(texts, 1));
       const order = raw.map((x, n) => ({ n, leaf: leafAt(starts, x.start) })).sort((a, b) => a.leaf - b.leaf || a.n - b.n);
       f = { findings: new Array(order.length), leaves: new Array(order.length) };
       for (let n = 0; n < order.length; n++) {
         const { n: at, leaf: i } = order[n];
         const x = raw[at];
-        f.findings[n] = { ...x, path: paths[i], start: x.start - starts[i], end: Math.min(x.end - starts[i], texts[i].length) };
+        f.findings[n] = { ...x, path: leaves.path(i), start: x.start - starts[i], end: Math.min(x.end - starts[i], texts[i].length) };
         f.leaves[n] = i;
       }
     }
@@ -183,7 +166,8 @@ export class RequestScope {
     const entry = this.joined(r);
     // The entry's key names the leaves only when none holds a NUL; otherwise the analysis is cached by its own text.
     const agentId = this.agent.id;
-    return (r.injection = scanInjectionLeaves(r.leaves, r.nul ? (join) => cachedByText(agentId, join()) : (join) => (entry.injection ??= analyseJoined(join()))));
+    const nul = (r.nul ??= r.leaves.texts.some((t) => t.includes('\0')));
+    return (r.injection = scanInjectionLeaves(r.leaves, nul ? (join) => cachedByText(agentId, join()) : (join) => (entry.injection ??= analyseJoined(join()))));
   }
 
   /** Runs `classifier` (named by `key`, its categories) over `output` once per request, its categories' findings shared with the other classifiers. */
@@ -203,8 +187,8 @@ export class RequestScope {
     const k = LEAF_CATEGORIES.indexOf(c);
     let byLeaf = memo[k];
     if (!byLeaf) {
-      const { texts, paths } = this.leaves('output');
-      byLeaf = (c === 'pii' || c === 'secrets' ? this.kindsByLeaf(CATEGORY_KINDS[c]) : null) ?? texts.map((t, i) => leafFindings(c, t, paths[i]));
+      const leaves = this.leaves('output');
+      byLeaf = (c === 'pii' || c === 'secrets' ? this.kindsByLeaf(CATEGORY_KINDS[c]) : null) ?? leaves.texts.map((_, i) => leafFindings(c, leaves, i));
       memo[k] = byLeaf;
     }
     return byLeaf;
@@ -233,7 +217,9 @@ export class RequestScope {
 
   /** The CEL variables: `request`, the enforce body plus `agent` (one object for every expression of the request). */
   cel(): { request: Record<string, unknown> } {
-    return (this.celMemo ??= { request: { ...this.request, agent: this.agent } });
+    // Object.assign, not a spread: the same keys in the same order (the body's keys are the schema's, none
+    // a setter's name), five times faster here on the parsed body (docs/decisions.md, "Detector speed").
+    return (this.celMemo ??= { request: Object.assign({}, this.request, { agent: this.agent }) });
   }
 
   /** Hex SHA-256 of the canonical JSON of `action.parameters` (`{}` when absent). */
