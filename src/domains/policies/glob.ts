@@ -78,7 +78,11 @@ export function compileGlob(source: string): Glob {
 }
 
 /** Whether `value` matches any of the compiled globs. */
-export const matchesAny = (globs: readonly Glob[], value: string): boolean => globs.some((g) => g.test(value));
+export function matchesAny(globs: readonly Glob[], value: string): boolean {
+  // A plain loop: `some` with a closure allocated per call, ~40 calls per decision (access_control on the hot path).
+  for (let i = 0; i < globs.length; i++) if (globs[i].test(value)) return true;
+  return false;
+}
 
 function simulate(tokens: number[], value: string): boolean {
   const m = tokens.length;
