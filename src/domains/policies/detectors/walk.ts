@@ -51,6 +51,8 @@ class WalkedLeaves implements Leaves {
   ) {}
 
   path(i: number): string {
+    // A leaf that does not exist has no chain to follow (the join would recurse without end).
+    if (!(i >= 0 && i < this.texts.length)) throw new RangeError(`no leaf ${i} (${this.texts.length} leaves)`);
     if (!this.leafLinks) {
       const w = walkOf(this.caps, null, (this.leafLinks = []), (this.nodeLinks = []));
       if (this.value !== undefined) go(w, this.value, -1, '', 0);
