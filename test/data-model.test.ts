@@ -8,7 +8,8 @@ import { DrizzleQueryError, eq } from 'drizzle-orm';
 import Fastify from 'fastify';
 import { apiKeys, traces } from '../src/db/schema/index.js';
 import { hashKey } from '../src/domains/api-keys/key-material.js';
-import { deleteExpiredTraces, traceRetentionCutoff } from '../src/domains/traces/retention.js';
+import { retentionCutoff } from '../src/db/retention.js';
+import { deleteExpiredTraces } from '../src/domains/traces/retention.js';
 import { registerErrorHandling } from '../src/http/errors.js';
 import { describe, expect, it } from './fixture.js';
 import { createOrg, signJwt, type TestOrg } from './helpers.js';
@@ -114,8 +115,8 @@ describe('trace retention', () => {
 
   it('TRACE_RETENTION_DAYS = 0 keeps traces forever; otherwise the cutoff is that many days back', () => {
     const now = new Date('2025-03-31T12:00:00Z');
-    expect(traceRetentionCutoff(0, now)).toBeNull();
-    expect(traceRetentionCutoff(30, now)).toEqual(new Date('2025-03-01T12:00:00Z'));
+    expect(retentionCutoff(0, now)).toBeNull();
+    expect(retentionCutoff(30, now)).toEqual(new Date('2025-03-01T12:00:00Z'));
   });
 });
 

@@ -10,7 +10,7 @@ import type { JobRunner } from '../src/jobs/index.js';
 import { TestClock } from '../src/core/clock.js';
 import { assemble } from '../src/container.js';
 import { WebhookDelivery } from '../src/domains/webhooks/delivery.js';
-import { webhookRetentionCutoff } from '../src/domains/webhooks/retention.js';
+import { retentionCutoff } from '../src/db/retention.js';
 import { verifyWebhook } from '../src/webhooks-verify.js';
 import { createTestApp, withTestApp, type TestApp, type TestOrg } from './helpers.js';
 import { afterAll, beforeAll, describe, expect, it } from './fixture.js';
@@ -550,8 +550,8 @@ describe('retention', () => {
   });
 
   it('the cutoff is that many days back; none when WEBHOOK_RETENTION_DAYS is 0', () => {
-    expect(webhookRetentionCutoff(0, new Date())).toBeNull();
-    expect(webhookRetentionCutoff(30, new Date('2026-03-31T00:00:00Z'))).toEqual(new Date('2026-03-01T00:00:00Z'));
+    expect(retentionCutoff(0, new Date())).toBeNull();
+    expect(retentionCutoff(30, new Date('2026-03-31T00:00:00Z'))).toEqual(new Date('2026-03-01T00:00:00Z'));
   });
 });
 

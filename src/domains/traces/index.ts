@@ -3,7 +3,8 @@ import { AGENT_CACHE } from '../../core/cache-names.js';
 import { defineModule } from '../../core/module.js';
 import { traceRoutes } from './routes.js';
 import { loadPriceTable, Pricing } from './pricing.js';
-import { deleteExpiredTraces, traceRetentionCutoff, type DeleteExpiredOptions } from './retention.js';
+import { retentionCutoff } from '../../db/retention.js';
+import { deleteExpiredTraces, type DeleteExpiredOptions } from './retention.js';
 
 // The quality aggregate quality_threshold policies read through the enforce route (docs/decisions.md, "Enforce route").
 export { qualityAggregate, type QualityMetric } from './quality.js';
@@ -19,7 +20,7 @@ export const tracesModule = defineModule({
     pricing: new Pricing(loadPriceTable(config.PRICE_TABLE_PATH)),
     /** Deletes traces older than TRACE_RETENTION_DAYS at the clock's now (nothing when 0), in bounded batches (sizes: retention.ts's defaults unless given). */
     deleteExpired: async (limits: Pick<DeleteExpiredOptions, 'batchSize' | 'maxBatches'> = {}) => {
-      const before = traceRetentionCutoff(config.TRACE_RETENTION_DAYS, clock.now());
+      const before = retentionCutoff(config.TRACE_RETENTION_DAYS, clock.now());
       return before ? deleteExpiredTraces(db, { before, ...limits }) : { deleted: 0, more: false };
     },
   }),

@@ -1,12 +1,9 @@
 /** Trace retention: deleting traces older than a cutoff, in bounded batches (docs/decisions.md, "Trace retention"). */
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.js';
-import { deleteExpiredRows, retentionCutoff, type RetentionLimits, type RetentionRun } from '../../db/retention.js';
+import { deleteExpiredRows, type RetentionLimits, type RetentionRun } from '../../db/retention.js';
 import { traces } from '../../db/schema/index.js';
 import { organizationIds } from '../organizations/index.js';
-
-/** The cutoff for a retention of `days` at `now`: traces timestamped before it expire; null when retention is off (0). */
-export const traceRetentionCutoff = retentionCutoff;
 
 export interface DeleteExpiredOptions extends RetentionLimits {
   /** Traces whose `timestamp` is before this instant are deleted. */

@@ -3,7 +3,8 @@ import { defineModule } from '../../core/module.js';
 import type { Subscriptions } from '../events/subscriptions.js';
 import { WebhookDelivery } from './delivery.js';
 import { DELIVER_JOB, DISPATCH_JOB } from './jobs.js';
-import { deleteExpiredWebhookHistory, webhookRetentionCutoff, type DeleteWebhookHistoryOptions } from './retention.js';
+import { retentionCutoff } from '../../db/retention.js';
+import { deleteExpiredWebhookHistory, type DeleteWebhookHistoryOptions } from './retention.js';
 import { webhookRoutes } from './routes.js';
 import { activeEventTypes, testWebhook } from './service.js';
 import { SubscriptionCache, SUBSCRIPTIONS_CACHE } from './subscriptions.js';
@@ -43,7 +44,7 @@ export const webhooksModule = defineModule({
       allowPrivate: config.allowPrivateTargets,
       /** Deletes delivery history older than WEBHOOK_RETENTION_DAYS at the clock's now (nothing when 0), in bounded batches (sizes: retention.ts's defaults unless given). */
       deleteExpiredHistory: async (limits: Pick<DeleteWebhookHistoryOptions, 'batchSize' | 'maxBatches'> = {}) => {
-        const before = webhookRetentionCutoff(config.WEBHOOK_RETENTION_DAYS, clock.now());
+        const before = retentionCutoff(config.WEBHOOK_RETENTION_DAYS, clock.now());
         return before ? deleteExpiredWebhookHistory(db, { before, ...limits }) : { deleted: 0, more: false };
       },
     };

@@ -5,14 +5,10 @@
  */
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Executor } from '../../db/client.js';
-import { retentionCutoff } from '../../db/retention.js';
 import { organizationIds } from '../organizations/index.js';
 
 /** Organization ids per statement when listing the webhooks to sweep. */
 const ORGS_PER_LIST = 1000;
-
-/** The cutoff for a retention of `days` at `now`: history last changed before it expires; null when retention is off (0). */
-export const webhookRetentionCutoff = retentionCutoff;
 
 /** What one retention run deletes, and its bounds. */
 export interface DeleteWebhookHistoryOptions {
