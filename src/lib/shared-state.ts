@@ -12,6 +12,13 @@ export interface WindowCount {
   resetAt: number;
 }
 
+/**
+ * A value now or later. The in-process state answers the reads of the enforce path (sliding window,
+ * versioned value) at once, Redis with a promise: the hot path awaits only real I/O
+ * (docs/decisions.md, "Enforce route").
+ */
+export type MaybePromise<T> = T | Promise<T>;
+
 export interface SharedState {
   kind: 'redis' | 'memory';
   /**
@@ -25,7 +32,7 @@ export interface SharedState {
    * by how much of it the sliding window still covers (the two-window estimate of sliding-window
    * rate limiters). Policy limits use it (docs/decisions.md, "Enforce route").
    */
-  slidingHit(key: string, windowMs: number, now?: number): Promise<number>;
+  slidingHit(key: string, windowMs: number, now?: number): MaybePromise<number>;
   /**
    * Stores `value` under `key` for `ttlMs` unless the key holds a version >= `version`: writers that
    * race keep the newest version whatever order they land in (docs/decisions.md, "Spend counter").
@@ -33,7 +40,7 @@ export interface SharedState {
    */
   putVersioned(key: string, version: number, value: string, ttlMs: number): Promise<void>;
   /** The value last stored by putVersioned, with its version; null when absent or expired. */
-  getVersioned(key: string): Promise<Versioned | null>;
+  getVersioned(key: string): MaybePromise<Versioned | null>;
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): void;
   /**
@@ -94,7 +101,7 @@ export function memoryState(): SharedState {
       c.count += 1;
       return { count: c.count, resetAt: c.resetAt };
     },
-    async slidingHit(key, windowMs, now = Date.now()) {
+    slidingHit(key, windowMs, now = Date.now()) {
       sweep(now);
       const start = now - (now % windowMs);
       const k = `sw:${key}:${start}`;
@@ -113,7 +120,7 @@ export function memoryState(): SharedState {
       if (cur && cur.expiresAt > wall && cur.version >= version) return;
       versioned.set(key, { version, value, expiresAt: wall + ttlMs });
     },
-    async getVersioned(key) {
+    getVersioned(key) {
       const cur = versioned.get(key);
       if (!cur || cur.expiresAt <= Date.now()) return null;
       return { version: cur.version, value: cur.value };

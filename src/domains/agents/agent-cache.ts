@@ -91,6 +91,13 @@ export class AgentCache {
     return this.rows.get(this.key(orgId, found.id));
   }
 
+  /** The row `get` would answer when it is cached (no load, no promise: the enforce path's hit); undefined otherwise. */
+  peek(orgId: string, idOrExternal: string): Row | undefined {
+    const named = this.names.get(`${orgId}|${idOrExternal}`);
+    if (named) return this.rows.peek(this.key(orgId, named));
+    return UUID_RE.test(idOrExternal) ? this.rows.peek(this.key(orgId, idOrExternal.toLowerCase())) : undefined;
+  }
+
   /** Applies an invalidation message: `org` (every agent of it) or `org:id,id,...`. */
   private forget(message: string) {
     const [orgId, ids] = message.split(':');

@@ -54,10 +54,8 @@ type AgentRow = typeof agents.$inferSelect;
  */
 const views = new WeakMap<AgentRow, { from: number; to: number; view: Readonly<ReturnType<typeof agentView>> }>();
 
-/** The Agent resource an enforce request names (uuid or external agentId), as of `now`, from the cache; null when the organization has none. */
-export async function findAgentForEnforcement(cache: AgentCache, orgId: string, idOrExternal: string, now: Date) {
-  const row = await cache.get(orgId, idOrExternal);
-  if (!row) return null;
+/** The Agent resource of a cached row as of `now` (built once per row and month). */
+export function enforcementView(row: AgentRow, now: Date) {
   const t = now.getTime();
   let v = views.get(row);
   if (!v || t < v.from || t >= v.to) {
@@ -65,6 +63,16 @@ export async function findAgentForEnforcement(cache: AgentCache, orgId: string, 
     views.set(row, (v = { from, to: Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1), view: Object.freeze(agentView(row, now)) }));
   }
   return v.view;
+}
+
+/**
+ * The Agent resource an enforce request names (uuid or external agentId), as of `now`, from the
+ * cache; null when the organization has none. At once (no promise) when the row is cached.
+ */
+export function findAgentForEnforcement(cache: AgentCache, orgId: string, idOrExternal: string, now: Date) {
+  const cached = cache.peek(orgId, idOrExternal);
+  if (cached) return enforcementView(cached, now);
+  return cache.get(orgId, idOrExternal).then((row) => (row ? enforcementView(row, now) : null));
 }
 
 /** The spend counter over the agents' rows (`exact`: see spend-counter.ts). */
@@ -79,4 +87,4 @@ export function createSpendCounter(db: Db, state: SharedState, exact: boolean) {
   );
 }
 
-export type EnforcementAgent = NonNullable<Awaited<ReturnType<typeof findAgentForEnforcement>>>;
+export type EnforcementAgent = ReturnType<typeof enforcementView>;

@@ -15,7 +15,7 @@
  * entries) and on the embedded PGlite (one process owns the database). PostgreSQL without Redis may
  * run several instances that each keep their own memory, so there every read goes to the row.
  */
-import type { SharedState } from '../../lib/shared-state.js';
+import type { MaybePromise, SharedState, Versioned } from '../../lib/shared-state.js';
 import { spendNow } from './service.js';
 
 /** How long an entry is trusted before it is read again from the row: the bound on a lost write. */
@@ -59,14 +59,31 @@ export class SpendCounter {
     readonly exact: boolean,
   ) {}
 
-  /** The agent's spend in the month of `now`: from the counter, or from the row (filling the counter). */
-  async read(orgId: string, agentId: string, now: Date): Promise<number> {
-    if (this.exact) {
-      // Fail over to the row: a shared-state outage (or a value that is not ours) must not turn budgets off.
-      const hit = await this.state.getVersioned(key(orgId, agentId)).catch(() => null);
-      const stored = hit && decode(agentId, hit.version, hit.value);
-      if (stored) return spendAt(stored, now);
+  /**
+   * The agent's spend in the month of `now`: from the counter, or from the row (filling the counter).
+   * A number at once when the in-process state holds it (no promise on the enforce path), else a promise.
+   */
+  read(orgId: string, agentId: string, now: Date): MaybePromise<number> {
+    if (!this.exact) return this.fromRow(orgId, agentId, now);
+    let hit: MaybePromise<Versioned | null>;
+    try {
+      hit = this.state.getVersioned(key(orgId, agentId));
+    } catch {
+      hit = null;
     }
+    // Fail over to the row: a shared-state outage (or a value that is not ours) must not turn budgets off.
+    if (!(hit instanceof Promise)) return this.fromCounter(orgId, agentId, hit, now);
+    return hit.catch(() => null).then((h) => this.fromCounter(orgId, agentId, h, now));
+  }
+
+  /** The spend a stored value holds, or the row's when there is none (or it is not ours). */
+  private fromCounter(orgId: string, agentId: string, hit: Versioned | null, now: Date): MaybePromise<number> {
+    const stored = hit && decode(agentId, hit.version, hit.value);
+    return stored ? spendAt(stored, now) : this.fromRow(orgId, agentId, now);
+  }
+
+  /** Reads the row and, where the counter is exact, fills the counter with it. */
+  private async fromRow(orgId: string, agentId: string, now: Date): Promise<number> {
     const row = await this.readRow(orgId, agentId);
     if (!row) return 0;
     if (this.exact) await this.store(orgId, [row]).catch(() => {});

@@ -71,6 +71,11 @@ export class ActivePolicyCache {
     return { version: s.version, policies: s.policies };
   }
 
+  /** The snapshot when it is cached (no load, no promise: the enforce path's hit); undefined otherwise. */
+  peek(orgId: string): PolicySnapshot | undefined {
+    return this.snapshots.peek(orgId);
+  }
+
   /** The organization's active policies by ascending priority, then id. */
   async activePolicies(orgId: string): Promise<readonly Policy[]> {
     return (await this.snapshot(orgId)).policies;

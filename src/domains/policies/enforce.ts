@@ -17,7 +17,7 @@ import type { Clock } from '../../core/clock.js';
 import { notFound } from '../../core/errors.js';
 import type { Db } from '../../db/client.js';
 import { LookupCache } from '../../lib/lookup-cache.js';
-import { memoryState, type SharedState } from '../../lib/shared-state.js';
+import { memoryState, type MaybePromise, type SharedState } from '../../lib/shared-state.js';
 import type { EnforcementAgent } from '../agents/index.js';
 import { findLiveGrant, requestGrant } from '../access-grants/index.js';
 import type { DecisionRecordInput } from '../policy-decisions/index.js';
@@ -57,11 +57,12 @@ export interface EnforceServiceDeps {
   state: SharedState;
   clock: Clock;
   config: Pick<Config, 'allowPrivateTargets'>;
-  snapshot(orgId: string): Promise<PolicySnapshot>;
-  /** The agent a request names (uuid or external agentId), from the agents module's cache; null when unknown. */
-  agent(orgId: string, idOrExternal: string): Promise<EnforcementAgent | null>;
-  /** The agent's month-to-date spend as of every trace ingested so far (budget_cap; the agents module's spend counter). */
-  monthSpend(orgId: string, agentId: string): Promise<number>;
+  /** The organization's active policies (at once when cached). */
+  snapshot(orgId: string): MaybePromise<PolicySnapshot>;
+  /** The agent a request names (uuid or external agentId), from the agents module's cache (at once when cached); null when unknown. */
+  agent(orgId: string, idOrExternal: string): MaybePromise<EnforcementAgent | null>;
+  /** The agent's month-to-date spend as of every trace ingested so far (budget_cap; the agents module's spend counter; at once on the in-process state). */
+  monthSpend(orgId: string, agentId: string): MaybePromise<number>;
   record(input: DecisionRecordInput): void;
   /** Where policy errors are reported (the app's logger). */
   log: { warn(obj: object, msg: string): void };
@@ -79,11 +80,13 @@ export function createEnforceService(deps: EnforceServiceDeps) {
   const { db, state, clock } = deps;
 
   // Compiled policies per organization, rebuilt only when the snapshot's version moves.
-  const compiled = new LRUCache<string, { version: number; policies: CompiledPolicy[] }>({ max: COMPILED_MAX });
+  // `readsSpend`: some active policy is a budget_cap, so a decision starts the spend read at once.
+  const compiled = new LRUCache<string, { version: number; policies: CompiledPolicy[]; readsSpend: boolean }>({ max: COMPILED_MAX });
   const compiledFor = (orgId: string, snap: PolicySnapshot) => {
     let c = compiled.get(orgId);
     if (!c || c.version !== snap.version) {
-      c = { version: snap.version, policies: compileAll(snap.policies) };
+      const policies = compileAll(snap.policies);
+      c = { version: snap.version, policies, readsSpend: policies.some((p) => p.def.policyType === 'budget_cap') };
       compiled.set(orgId, c);
     }
     return c;
@@ -127,8 +130,8 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     createHttpValidator({ allowPrivate: deps.config.allowPrivateTargets, sign: secret ? (b) => signValidatorCall(secret, b, clock.now()) : undefined })(url, body, timeoutMs);
 
   /** The context of one decision (docs/decisions.md, "Enforce route": where each piece comes from). */
-  const context = (orgId: string, agent: EnforcementAgent, policies: readonly CompiledPolicy[], dryRun: DryRunContext | null): EngineContext =>
-    new DecisionContext(orgId, agent, policies, dryRun);
+  const context = (orgId: string, agent: EnforcementAgent, policies: readonly CompiledPolicy[], dryRun: DryRunContext | null, readsSpend: boolean): EngineContext =>
+    new DecisionContext(orgId, agent, policies, dryRun, readsSpend);
 
   /**
    * One decision's context: a class rather than an object of closures, so a request allocates one
@@ -136,20 +139,31 @@ export function createEnforceService(deps: EnforceServiceDeps) {
    */
   class DecisionContext implements EngineContext {
     // One read per decision however many budget_cap policies ask (docs/decisions.md, "Enforce route").
-    private spend: Promise<number> | undefined;
+    private spend: MaybePromise<number> | undefined;
     constructor(
       private readonly orgId: string,
       readonly agent: EnforcementAgent,
       private readonly policies: readonly CompiledPolicy[],
       private readonly dryRun: DryRunContext | null,
-    ) {}
+      readsSpend: boolean,
+    ) {
+      // Started before the policies run: on Redis its GET leaves in one write with the window
+      // counters the same decision sends (auto-pipelining), instead of one round trip after another.
+      if (readsSpend && agent.status === 'active') this.monthSpend(agent.id);
+    }
 
     now() {
       return clock.now();
     }
 
     monthSpend(agentId: string) {
-      return (this.spend ??= deps.monthSpend(this.orgId, agentId));
+      if (this.spend === undefined) {
+        const spend = deps.monthSpend(this.orgId, agentId);
+        this.spend = spend;
+        // Once known, the next budget_cap policies read the number: one asynchronous step per decision, not one per policy.
+        if (spend instanceof Promise) spend.then((v) => (this.spend = v), () => undefined);
+      }
+      return this.spend;
     }
 
     qualityAggregate(agentId: string, metric: QualityMetric, windowMinutes: number) {
@@ -163,11 +177,14 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     }
 
     windowHit(key: string, windowSeconds: number, max: number) {
-      return (this.dryRun?.state ?? state).slidingHit(`policy-window:${this.orgId}:${key}`, windowSeconds * 1000, clock.now().getTime()).then(
-        (estimate) => estimate <= max,
-        // Fail open, as the rate limiter does: a shared-state outage must not deny every request.
-        () => true,
-      );
+      // Fail open, as the rate limiter does: a shared-state outage must not deny every request.
+      let estimate: MaybePromise<number>;
+      try {
+        estimate = (this.dryRun?.state ?? state).slidingHit(`policy-window:${this.orgId}:${key}`, windowSeconds * 1000, clock.now().getTime());
+      } catch {
+        return true;
+      }
+      return estimate instanceof Promise ? estimate.then((e) => e <= max, () => true) : estimate <= max;
     }
 
     async callValidator(url: string, body: string, timeoutMs: number, policyId?: string) {
@@ -179,11 +196,15 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     }
   }
 
-  /** The agent the request names, visible to the caller; 404 otherwise (another agent's key learns nothing). */
-  async function agentFor(who: Enforcer, agentId: string): Promise<EnforcementAgent> {
-    const agent = await deps.agent(who.organizationId, agentId);
+  /** The agent the request names if visible to the caller; 404 otherwise (another agent's key learns nothing). */
+  function visible(who: Enforcer, agent: EnforcementAgent | null): EnforcementAgent {
     if (!agent || (who.agentId !== undefined && agent.id !== who.agentId)) throw notFound('Agent');
     return agent;
+  }
+
+  /** The agent the request names, visible to the caller (see `visible`). */
+  async function agentFor(who: Enforcer, agentId: string): Promise<EnforcementAgent> {
+    return visible(who, await deps.agent(who.organizationId, agentId));
   }
 
   const answer = (d: Decision, decisionId: string, evaluationMs: number, accessGrantId: string | null): EnforceDecision => ({
@@ -203,10 +224,14 @@ export function createEnforceService(deps: EnforceServiceDeps) {
    */
   async function enforce(who: Enforcer, req: EnforceRequest, t0: number): Promise<EnforceOutcome> {
     const orgId = who.organizationId;
-    const [agent, snap] = await Promise.all([agentFor(who, req.agentId), deps.snapshot(orgId)]);
+    // Both come from memory on a hit (no promise, no await); a miss loads them side by side.
+    let found = deps.agent(orgId, req.agentId);
+    let snap = deps.snapshot(orgId);
+    if (found instanceof Promise || snap instanceof Promise) [found, snap] = await Promise.all([found, snap]);
+    const agent = visible(who, found);
     const t1 = performance.now();
     const c = compiledFor(orgId, snap);
-    const out = decide(c.policies, req, context(orgId, agent, c.policies, null));
+    const out = decide(c.policies, req, context(orgId, agent, c.policies, null, c.readsSpend));
     const d = out instanceof Promise ? await out : out;
     const t2 = performance.now();
     if (d.errors.length) reportErrors(orgId, d);
@@ -252,7 +277,7 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     const agent = await agentFor(who, req.agentId);
     const t1 = performance.now();
     const compiledOne = compilePolicy(policy);
-    const out = decide([compiledOne], req, context(who.organizationId, agent, [compiledOne], { secret: newValidatorSecret(), state: memoryState() }));
+    const out = decide([compiledOne], req, context(who.organizationId, agent, [compiledOne], { secret: newValidatorSecret(), state: memoryState() }, false));
     const d = out instanceof Promise ? await out : out;
     const t2 = performance.now();
     const evaluationMs = ms(t2 - t0);
