@@ -352,6 +352,38 @@ describe('decision retention (DECISION_RETENTION_DAYS, default 90)', () => {
   });
 });
 
+describe('counting', () => {
+  it('counts each listed policy once per decision: a list seen before, matches moving a policy off allow, a changed list, a match not listed, counters past maxCounterKeys dropped and counted', async ({ app, freshOrg }) => {
+    const { pDeny, pWarn, pQuiet, pApproval } = await usePolicies(freshOrg);
+    let fail = false;
+    const log = new DecisionLog({ db: flakyDb(app.database.db, () => fail), maxCounterKeys: 3 });
+    const at = app.clock.now();
+    // A new array with the same ids every time, as the engine builds one per decision.
+    const three = () => [pDeny, pWarn, pQuiet];
+    for (let i = 0; i < 3; i++) log.record(decision(freshOrg, at, { evaluatedPolicyIds: three() }));
+    log.record(decision(freshOrg, at, { evaluatedPolicyIds: three(), warnings: [violation(pWarn, 'warn')] }));
+    // The stronger outcome wins when a policy is both a violation and a warning.
+    log.record(decision(freshOrg, at, { decision: 'deny', evaluatedPolicyIds: three(), violations: [violation(pDeny, 'block')], warnings: [violation(pDeny, 'monitor')] }));
+    // A failed flush puts the counters back; counting goes on into them.
+    fail = true;
+    await expect(log.flush()).rejects.toThrow(/connection/);
+    fail = false;
+    log.record(decision(freshOrg, at, { evaluatedPolicyIds: three() }));
+    // Another list: pApproval would be a fourth counter, beyond maxCounterKeys (3).
+    log.record(decision(freshOrg, at, { evaluatedPolicyIds: [pQuiet, pApproval] }));
+    expect(log.counts.droppedCounts).toBe(1);
+    // A warning of a policy the decision does not list still counts.
+    log.record(decision(freshOrg, at, { evaluatedPolicyIds: [pDeny], warnings: [violation(pWarn, 'warn')] }));
+    await log.flush();
+    const res = await freshOrg.req({ method: 'GET', url: '/api/v1/policies/stats' });
+    const by = (id: string) => res.json().data.policies.find((p: { policyId: string }) => p.policyId === id);
+    expect(by(pDeny)).toMatchObject({ allow: 6, deny: 1, requireApproval: 0, warn: 0 });
+    expect(by(pWarn)).toMatchObject({ allow: 5, deny: 0, requireApproval: 0, warn: 2 });
+    expect(by(pQuiet)).toMatchObject({ allow: 7, deny: 0, requireApproval: 0, warn: 0 });
+    expect(by(pApproval)).toBeUndefined();
+  });
+});
+
 describe('flushing', () => {
   it("writes the decisions' events to the outbox in the flush, when a webhook wants their type", async ({ app, freshOrg }) => {
     const outbox = () => app.database.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, freshOrg.orgId), eq(outboxEvents.type, 'policy_violated')));

@@ -68,6 +68,15 @@ export interface DecisionLogCounts {
 interface CounterGroup {
   hour: string;
   byPolicy: Map<string, CounterRow>;
+  /** The last list of evaluated policies counted here, with its counters in the same order (see `count`). */
+  last?: EvaluatedCounters;
+}
+
+/** A list of evaluated policy ids, the group's counter of each (undefined: dropped at maxCounterKeys) and each id's position. */
+interface EvaluatedCounters {
+  ids: readonly string[];
+  rows: Array<CounterRow | undefined>;
+  index: Map<string, number>;
 }
 
 interface HeldEvent {
@@ -243,20 +252,53 @@ export class DecisionLog {
    * key per decision, and the policy ids (the cached policies' own strings) hash once per process.
    */
   private count(d: DecisionRecordInput) {
-    // Most decisions match nothing: no map of outcomes is built for them.
-    const matched = d.violations.length + d.warnings.length > 0 ? new Map<string, { o: number; seen: boolean }>() : null;
-    if (matched) {
-      for (const w of d.warnings) raise(matched, w.policyId, WARN);
-      for (const v of d.violations) raise(matched, v.policyId, v.enforcementMode === 'require_approval' ? APPROVAL : DENY);
-    }
     const group = this.groupOf(d);
-    for (const id of d.evaluatedPolicyIds) {
-      const m = matched?.get(id);
-      if (m) m.seen = true;
-      this.add(group, d, id, m ? m.o : ALLOW);
+    // An agent's decisions evaluate the same policies request after request: their counters are
+    // looked up once per list (evaluatedCounters), and each decision adds an allow to every one of
+    // them, then moves the few that matched to their outcome (one lookup per match, not per policy).
+    const ev = this.evaluatedCounters(group, d);
+    const { rows } = ev;
+    for (let i = 0; i < rows.length; i++) {
+      const c = rows[i];
+      if (c) c.allow_count++;
+      else this.counts.droppedCounts++;
     }
-    // A policy that matched without being listed as evaluated still counts.
-    if (matched) for (const [id, m] of matched) if (!m.seen) this.add(group, d, id, m.o);
+    // Most decisions match nothing: no map of outcomes is built for them.
+    if (d.violations.length + d.warnings.length === 0) return;
+    const matched = new Map<string, number>();
+    for (const w of d.warnings) raise(matched, w.policyId, WARN);
+    for (const v of d.violations) raise(matched, v.policyId, v.enforcementMode === 'require_approval' ? APPROVAL : DENY);
+    for (const [id, o] of matched) {
+      const i = ev.index.get(id);
+      // A policy that matched without being listed as evaluated still counts.
+      if (i === undefined) this.add(group, d, id, o);
+      else {
+        const c = rows[i];
+        if (!c) continue; // dropped above, and counted there
+        c.allow_count--;
+        bump(c, o);
+      }
+    }
+  }
+
+  /**
+   * The group's counters of the decision's evaluated policies, in their order: the last list's
+   * when the decision lists the same ids (compared by identity, cheap: they are the cached
+   * policies' own strings), else looked up (created within maxCounterKeys) and kept as the last.
+   */
+  private evaluatedCounters(g: CounterGroup, d: DecisionRecordInput): EvaluatedCounters {
+    const ids = d.evaluatedPolicyIds;
+    const last = g.last;
+    if (last && sameIds(last.ids, ids)) return last;
+    const index = new Map<string, number>();
+    const rows: Array<CounterRow | undefined> = [];
+    for (const id of ids) {
+      // A policy listed twice (the engine lists each once) is one evaluation: counted once.
+      if (index.has(id)) continue;
+      index.set(id, rows.length);
+      rows.push(this.counterOf(g, d, id));
+    }
+    return (g.last = { ids: ids.slice(), rows, index });
   }
 
   /** The counters of the decision's (organization, agent, hour). */
@@ -272,22 +314,23 @@ export class DecisionLog {
     return g;
   }
 
-  /** Counts one outcome of one policy in a group (a new counter only within maxCounterKeys). */
-  private add(g: CounterGroup, d: DecisionRecordInput, policyId: string, o: number) {
+  /** The group's counter of a policy, created when missing within maxCounterKeys; undefined beyond. */
+  private counterOf(g: CounterGroup, d: DecisionRecordInput, policyId: string): CounterRow | undefined {
     let c = g.byPolicy.get(policyId);
     if (!c) {
-      if (this.counterKeys >= this.maxCounterKeys) {
-        this.counts.droppedCounts++;
-        return;
-      }
+      if (this.counterKeys >= this.maxCounterKeys) return undefined;
       c = { organization_id: d.organizationId, policy_id: policyId, agent_id: d.agentId, hour: g.hour, allow_count: 0, deny_count: 0, require_approval_count: 0, warn_count: 0 };
       g.byPolicy.set(policyId, c);
       this.counterKeys++;
     }
-    if (o === DENY) c.deny_count++;
-    else if (o === APPROVAL) c.require_approval_count++;
-    else if (o === WARN) c.warn_count++;
-    else c.allow_count++;
+    return c;
+  }
+
+  /** Counts one outcome of one policy in a group (a new counter only within maxCounterKeys). */
+  private add(g: CounterGroup, d: DecisionRecordInput, policyId: string, o: number) {
+    const c = this.counterOf(g, d, policyId);
+    if (c) bump(c, o);
+    else this.counts.droppedCounts++;
   }
 
   /** Puts a failed batch back in front of what was recorded meanwhile, within the bounds. */
@@ -298,6 +341,8 @@ export class DecisionLog {
       const key = `${c.organization_id}\u0001${c.agent_id}\u0001${c.hour}`;
       let g = this.counters.get(key);
       if (!g) this.counters.set(key, (g = { hour: c.hour, byPolicy: new Map() }));
+      // Counters appear in the group: its last list may hold a counter as dropped that now exists.
+      g.last = undefined;
       const held = g.byPolicy.get(c.policy_id);
       if (held) {
         held.allow_count += c.allow_count;
@@ -328,11 +373,25 @@ export class DecisionLog {
 }
 
 /** Keeps the stronger outcome of a policy in one decision. */
-function raise(matched: Map<string, { o: number; seen: boolean }>, id: string | null, o: number) {
+function raise(matched: Map<string, number>, id: string | null, o: number) {
   if (id === null) return;
   const m = matched.get(id);
-  if (!m) matched.set(id, { o, seen: false });
-  else if (m.o < o) m.o = o;
+  if (m === undefined || m < o) matched.set(id, o);
+}
+
+/** Adds one outcome to a counter. */
+function bump(c: CounterRow, o: number) {
+  if (o === DENY) c.deny_count++;
+  else if (o === APPROVAL) c.require_approval_count++;
+  else if (o === WARN) c.warn_count++;
+  else c.allow_count++;
+}
+
+/** Whether two lists hold the same ids in the same order. */
+function sameIds(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The order of the counters' primary key (organization, policy, agent, hour). */
