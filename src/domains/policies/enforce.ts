@@ -115,6 +115,22 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     { max: QUALITY_MAX, maxMissing: 1, ttlMs: QUALITY_TTL_MS, missingTtlMs: 0 },
   );
 
+  // The quality cache's keys of each agent view (one per cached row and month), built once: a key
+  // string built per request would be hashed per lookup (~0.2 µs each here), a kept one only once.
+  const qualityKeys = new WeakMap<EnforcementAgent, Map<number, string>>();
+  const qualityKey = (orgId: string, agent: EnforcementAgent, agentId: string, metric: QualityMetric, windowMinutes: number) => {
+    const build = () => `${orgId}|${agentId}|${metric}|${windowMinutes}`;
+    // The view is the requested agent's; another id (never asked by the engine) is not memoized.
+    if (agentId !== agent.id || orgId !== agent.organizationId) return build();
+    let keys = qualityKeys.get(agent);
+    if (!keys) qualityKeys.set(agent, (keys = new Map()));
+    // (metric, window) as one small integer: windowMinutes is an integer (rules.ts), two metrics.
+    const slot = windowMinutes * 2 + (metric === 'error_rate' ? 0 : 1);
+    let key = keys.get(slot);
+    if (key === undefined) keys.set(slot, (key = build()));
+    return key;
+  };
+
   // Validator secrets by policy version (`id@updatedAt`): rotation bumps updatedAt, so a rotated
   // secret is read at once; a policy without a secret signs with none (never happens after create).
   const secrets = new LookupCache<{ s: string | null }>(
@@ -167,7 +183,7 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     }
 
     qualityAggregate(agentId: string, metric: QualityMetric, windowMinutes: number) {
-      const key = `${this.orgId}|${agentId}|${metric}|${windowMinutes}`;
+      const key = qualityKey(this.orgId, this.agent, agentId, metric, windowMinutes);
       const hit = quality.peek(key);
       return hit ? hit.v : quality.get(key).then((x) => x!.v);
     }
