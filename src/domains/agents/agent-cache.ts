@@ -48,6 +48,10 @@ export class AgentCache {
   // current counter, which is at least its last invalidation's value: still newer than its old rows.
   private gens = new LRUCache<string, number>({ max: MAX_CACHED_AGENTS });
   private counter = 0;
+  // What a name last resolved to on a peek: its row key under the organization's generation then.
+  // A peek then hashes one key built per request (the request's own name) instead of two, and tests
+  // no regex (docs/decisions.md, "Enforce route": kept key strings).
+  private hot = new LRUCache<string, { gen: number; key: string }>({ max: MAX_CACHED_AGENTS });
 
   constructor(
     private loader: AgentLoader,
@@ -93,9 +97,16 @@ export class AgentCache {
 
   /** The row `get` would answer when it is cached (no load, no promise: the enforce path's hit); undefined otherwise. */
   peek(orgId: string, idOrExternal: string): Row | undefined {
-    const named = this.names.get(`${orgId}|${idOrExternal}`);
-    if (named) return this.rows.peek(this.key(orgId, named));
-    return UUID_RE.test(idOrExternal) ? this.rows.peek(this.key(orgId, idOrExternal.toLowerCase())) : undefined;
+    const name = `${orgId}|${idOrExternal}`;
+    const gen = this.gen(orgId);
+    const hot = this.hot.get(name);
+    if (hot && hot.gen === gen) return this.rows.peek(hot.key);
+    const id = this.names.get(name) ?? (UUID_RE.test(idOrExternal) ? idOrExternal.toLowerCase() : undefined);
+    if (id === undefined) return undefined;
+    const key = `${orgId}|${gen}|${id}`;
+    const row = this.rows.peek(key);
+    if (row) this.hot.set(name, { gen, key });
+    return row;
   }
 
   /** Applies an invalidation message: `org` (every agent of it) or `org:id,id,...`. */
@@ -112,6 +123,7 @@ export class AgentCache {
   clear() {
     this.counter += 1;
     this.gens.clear();
+    this.hot.clear();
     this.rows.clear();
   }
 
