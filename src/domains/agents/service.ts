@@ -18,7 +18,16 @@ import { AGENT_STATUSES, AGENT_TYPES, BUDGET_ACTIONS, HEALTH, PLATFORMS, type Bu
 type Row = typeof agents.$inferSelect;
 
 /** 'YYYY-MM' of a date in UTC: the budget period. */
-export const monthOf = (d: Date) => d.toISOString().slice(0, 7);
+export const monthOf = (d: Date): string => {
+  const t = d.getTime();
+  // The last month asked is kept: budget_cap asks it per enforce request (the spend counter's month
+  // against the clock's), and a month changes once a month; a date outside it computes afresh.
+  if (t >= lastMonth.from && t < lastMonth.to) return lastMonth.month;
+  const month = d.toISOString().slice(0, 7);
+  if (Number.isFinite(t)) lastMonth = { from: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1), to: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1), month };
+  return month;
+};
+let lastMonth = { from: 0, to: 0, month: '' };
 
 /** Spend of the current month (a row still carrying last month's spend reads as 0). */
 export const spendNow = (r: Pick<Row, 'spendMonth' | 'currentMonthCostUsd'>, now: Date) =>
