@@ -3,6 +3,7 @@ import { and, eq } from 'drizzle-orm';
 import { outboxEvents } from '../src/db/schema/index.js';
 import { describe, expect, it } from './fixture.js';
 import { createKey, createOrg, type TestApp, type TestOrg } from './helpers.js';
+import { monthOf } from '../src/domains/agents/service.js';
 
 const register = async (o: TestOrg, body: Record<string, unknown> = {}) => {
   const res = await o.req({
@@ -181,5 +182,19 @@ describe('agent-scoped keys', () => {
     const a = await register(org);
     const dev = await createKey(org, { scopes: ['agent:read', 'agent:write'] });
     expect((await org.req({ key: dev.key, method: 'POST', url: `/api/v1/agents/${a.id}/keys`, payload: { name: 'x' } })).statusCode).toBe(403);
+  });
+});
+
+describe('monthOf (the budget month, UTC)', () => {
+  it('answers the month of each date, across month and year ends, in any order', () => {
+    const at = (iso: string) => monthOf(new Date(iso));
+    expect(at('2026-01-31T23:59:59.999Z')).toBe('2026-01');
+    expect(at('2026-02-01T00:00:00.000Z')).toBe('2026-02');
+    expect(at('2026-01-15T12:00:00.000Z')).toBe('2026-01');
+    expect(at('2026-12-31T23:59:59.999Z')).toBe('2026-12');
+    expect(at('2027-01-01T00:00:00.000Z')).toBe('2027-01');
+    expect(at('2026-02-28T23:59:59.999+01:00')).toBe('2026-02');
+    expect(at('2026-03-01T00:30:00.000+01:00')).toBe('2026-02');
+    expect(() => monthOf(new Date(Number.NaN))).toThrow(RangeError);
   });
 });
