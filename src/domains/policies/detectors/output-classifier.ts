@@ -97,22 +97,24 @@ const NONE: readonly LeafFinding[] = [];
 const CODES: Readonly<Record<OutputCategory, string>> = { pii: 'output.pii', secrets: 'output.secrets', profanity: 'output.profanity', url: 'output.url', code: 'output.code', injection: 'output.injection' };
 const KIND_DETECTORS = { pii: compilePiiDetector({ detect: CATEGORY_KINDS.pii }), secrets: compilePiiDetector({ detect: CATEGORY_KINDS.secrets }) };
 
-/** The findings of `category` in leaf `i` of `leaves`, in the order the classifier lists them (the leaf's path built only for a finding). */
-export function leafFindings(category: LeafCategory, leaves: Leaves, i: number): readonly LeafFinding[] {
-  const text = leaves.texts[i];
-  const out: LeafFinding[] = [];
+/** A leaf finding before its path is set: what depends on the leaf's text alone (the engine's scan cache keeps these). */
+export type RawLeafFinding = Omit<LeafFinding, 'path'>;
+
+/** The findings of `category` in the text of one leaf, in the order the classifier lists them, without their path. */
+export function rawLeafFindings(category: LeafCategory, text: string): readonly RawLeafFinding[] {
+  const out: RawLeafFinding[] = [];
   switch (category) {
     case 'pii':
     case 'secrets': {
       const found: Finding[] = [];
       KIND_DETECTORS[category].scanText(text, '', found);
-      for (const f of found) out.push({ path: leaves.path(i), start: f.start, end: f.end, score: f.score, kind: f.code });
+      for (const f of found) out.push({ start: f.start, end: f.end, score: f.score, kind: f.code });
       break;
     }
     case 'profanity': {
       PROFANITY.lastIndex = 0;
       const t = unleet(text); // same length: leet characters are replaced one for one
-      for (let m = PROFANITY.exec(t); m; m = PROFANITY.exec(t)) out.push({ path: leaves.path(i), start: m.index, end: m.index + m[0].length, score: 0.9, kind: 'profanity' });
+      for (let m = PROFANITY.exec(t); m; m = PROFANITY.exec(t)) out.push({ start: m.index, end: m.index + m[0].length, score: 0.9, kind: 'profanity' });
       break;
     }
     case 'url': {
@@ -120,14 +122,14 @@ export function leafFindings(category: LeafCategory, leaves: Leaves, i: number):
       for (let m = URL.exec(text); m; m = URL.exec(text)) {
         let end = m.index + m[0].length;
         while (end > m.index && '.,;:!?'.includes(text[end - 1])) end--; // sentence punctuation is not part of the address
-        out.push({ path: leaves.path(i), start: m.index, end, score: 1, kind: 'url' });
+        out.push({ start: m.index, end, score: 1, kind: 'url' });
       }
       break;
     }
     case 'code': {
       FENCE.lastIndex = 0;
       const fence = FENCE.exec(text);
-      if (fence) out.push({ path: leaves.path(i), start: fence.index, end: text.length, score: 0.9, kind: 'fenced' });
+      if (fence) out.push({ start: fence.index, end: text.length, score: 0.9, kind: 'fenced' });
       else {
         CODE_LINE.lastIndex = 0;
         const lines: RegExpExecArray[] = [];
@@ -135,12 +137,28 @@ export function leafFindings(category: LeafCategory, leaves: Leaves, i: number):
           if (m[0].length === 0) CODE_LINE.lastIndex++;
           else lines.push(m);
         }
-        if (lines.length >= 2) out.push({ path: leaves.path(i), start: lines[0].index, end: lines[lines.length - 1].index + lines[lines.length - 1][0].length, score: lines.length >= 3 ? 0.8 : 0.6, kind: 'lines' });
+        if (lines.length >= 2) out.push({ start: lines[0].index, end: lines[lines.length - 1].index + lines[lines.length - 1][0].length, score: lines.length >= 3 ? 0.8 : 0.6, kind: 'lines' });
       }
       break;
     }
   }
   return out.length === 0 ? NONE : out;
+}
+
+/** Raw leaf findings with the path of the leaf they lie in (the same keys in the same order as a finding scanned with its path). */
+export function withPath(raw: readonly RawLeafFinding[], path: string): LeafFinding[] {
+  const out: LeafFinding[] = new Array(raw.length);
+  for (let k = 0; k < raw.length; k++) {
+    const x = raw[k];
+    out[k] = { path, start: x.start, end: x.end, score: x.score, kind: x.kind };
+  }
+  return out;
+}
+
+/** The findings of `category` in leaf `i` of `leaves`, in the order the classifier lists them (the leaf's path built only for a finding). */
+export function leafFindings(category: LeafCategory, leaves: Leaves, i: number): readonly LeafFinding[] {
+  const raw = rawLeafFindings(category, leaves.texts[i]);
+  return raw.length === 0 ? NONE : withPath(raw, leaves.path(i));
 }
 
 /** Compiles a classifier for the chosen categories (once per policy version). */

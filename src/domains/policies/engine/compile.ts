@@ -55,7 +55,7 @@ function dataRestriction(r: RuleDefinition<'data_restriction'>): Evaluate {
   return (s) => {
     for (const root of where) {
       for (const { kind, index } of kinds) {
-        const f = s.pii(index, root)[0];
+        const f = s.firstPii(index, root);
         if (f) return [{ code: f.code, message: `Detected ${kind} in ${f.path}`, evidence: evidence(f) }];
       }
       if (custom) {

@@ -8,11 +8,13 @@
  *    injection category alike;
  *  - each output classifier category once per leaf for all classifiers, pii and secrets taken from
  *    the per-kind scans above;
- *  - one SHA-256 per root: one scan-cache entry holds the root's PII kinds and its injection analysis;
+ *  - one SHA-256 per root: one scan-cache entry holds the root's PII kinds (raw, and located leaf by
+ *    leaf), its injection analysis and its output classifier categories, so a repeated text is not
+ *    scanned, sorted nor mapped again: only the paths of the findings reported are built;
  *  - the CEL view of the request (`request` + `request.agent`) and the parameters digest.
  */
 import { analyseJoined, cachedByText, INJECTION_CAPS, scanInjection, scanInjectionLeaves, type InjectionAnalysis, type InjectionResult } from '../detectors/injection.js';
-import { CATEGORY_KINDS, LEAF_CATEGORIES, leafFindings, type LeafCategory, type LeafFinding, type OutputClassification, type OutputClassifier } from '../detectors/output-classifier.js';
+import { CATEGORY_KINDS, rawLeafFindings, withPath, type LeafCategory, type LeafFinding, type OutputClassification, type OutputClassifier, type RawLeafFinding } from '../detectors/output-classifier.js';
 import { compilePiiDetector, MAX_FINDINGS, textSignals, type PiiDetector, type TextSignals } from '../detectors/pii.js';
 import { cachedScan, textDigest, worthCaching } from '../detectors/scan-cache.js';
 import type { Finding } from '../detectors/types.js';
@@ -24,16 +26,33 @@ import { parametersDigest } from '../parameters-digest.js';
 
 export type Root = 'input' | 'output';
 
-/** What the scan cache keeps per agent and root text (one entry, filled as the scans run): raw PII findings by kind index, the injection analysis. */
+/**
+ * A finding located in one leaf: the leaf's index, offsets in that leaf's string. No path: a path
+ * names the request's structure, which the scan-cache key does not, so it is built from the current
+ * request's leaves and only for a finding that is reported.
+ */
+interface LeafHit {
+  readonly leaf: number;
+  readonly code: string;
+  readonly start: number;
+  readonly end: number;
+  readonly score: number;
+}
+
+/** Per leaf, the findings of one output classifier category (`NO_LEAVES`: none in any leaf). */
+type RawCategory = ReadonlyArray<readonly RawLeafFinding[] | undefined>;
+
+/**
+ * What the scan cache keeps per agent and root text (one entry, filled as the scans run): raw PII
+ * findings by kind index (offsets in the joined text), the injection analysis and, valid only for
+ * leaves without a NUL (the joined text then names the leaves: see `shared`), each kind's findings
+ * located leaf by leaf in the order reported and each output classifier category's findings per leaf.
+ */
 interface ScanEntry {
   pii: Array<Finding[] | undefined>;
   injection?: InjectionAnalysis;
-}
-
-/** The findings of one PII kind over a root, with the leaf each lies in. */
-interface KindFindings {
-  findings: Finding[];
-  leaves: number[];
+  hits: Array<readonly LeafHit[] | undefined>;
+  categories: Array<RawCategory | undefined>;
 }
 
 /** A root's state for this request. */
@@ -43,21 +62,29 @@ interface RootState {
   text?: string;
   /** Each leaf's offset in `text`, computed when a finding is to be mapped back to its leaf. */
   starts?: number[];
-  /** Whether some leaf holds a NUL: the joined text then does not tell the leaves apart (asked by the injection scan). */
+  /** Whether some leaf holds a NUL: the joined text then does not tell the leaves apart. */
   nul?: boolean;
   entry?: ScanEntry;
   /** Computed on the first kind that needs them, then shared by every kind (pii.ts, textSignals). */
   signals?: TextSignals;
-  pii: Array<KindFindings | undefined>;
+  /** Per kind, this request's located findings when they cannot be kept in the entry (a leaf holds a NUL). */
+  hits?: Array<readonly LeafHit[] | undefined>;
+  /** Per kind, the first finding with its path (null: none), as data_restriction reports it. */
+  first?: Array<Finding | null | undefined>;
+  /** Per kind, every finding with its path (`pii`). */
+  findings?: Array<Finding[] | undefined>;
   injection?: InjectionResult;
 }
 
 const KIND_INDEX = new Map<PiiKind, number>(PII_KINDS.map((k, i) => [k, i]));
+const CATEGORY_INDEX: Readonly<Record<LeafCategory, number>> = { pii: 0, secrets: 1, profanity: 2, url: 3, code: 4 };
 
 /** The index of a PII kind for `RequestScope.pii` (looked up once per policy version, not per request). */
 export const piiKindIndex = (kind: PiiKind): number => KIND_INDEX.get(kind)!;
-const EMPTY: KindFindings = { findings: [], leaves: [] };
+const NO_HITS: readonly LeafHit[] = [];
 const NO_LEAF_FINDINGS: readonly LeafFinding[] = [];
+const NO_LEAVES: RawCategory = [];
+const newEntry = (): ScanEntry => ({ pii: [], hits: [], categories: [] });
 
 /** One single-kind detector per PII kind, shared by every policy (compiled at load). */
 const KIND_DETECTORS: PiiDetector[] = PII_KINDS.map((kind) => compilePiiDetector({ detect: [kind] }));
@@ -68,10 +95,21 @@ const KIND_DETECTORS: PiiDetector[] = PII_KINDS.map((kind) => compilePiiDetector
  */
 const SAME_WALK = INJECTION_CAPS.maxDepth === DEFAULT_CAPS.maxDepth && INJECTION_CAPS.maxNodes === DEFAULT_CAPS.maxNodes;
 
+function anyNul(texts: readonly string[]): boolean {
+  for (let i = 0; i < texts.length; i++) if (texts[i].includes('\0')) return true;
+  return false;
+}
+
+/** A located finding with its leaf's path: the keys and order of a finding scanned leaf by leaf. */
+const findingOf = (h: LeafHit, leaves: Leaves): Finding => ({ code: h.code, path: leaves.path(h.leaf), start: h.start, end: h.end, score: h.score });
+
 export class RequestScope {
   private input?: RootState;
   private output?: RootState;
-  private categories?: Array<ReadonlyArray<readonly LeafFinding[]> | undefined>;
+  /** Per leaf category, per output leaf, its findings with their paths (built on first ask). */
+  private categories?: Array<Array<readonly LeafFinding[] | undefined> | undefined>;
+  /** Per leaf category, this request's raw findings when the entry cannot keep them (an output leaf holds a NUL). */
+  private ownCategories?: Array<RawCategory | undefined>;
   private classifyMemo?: Map<string, OutputClassification>;
   private celMemo: { request: Record<string, unknown> } | null = null;
   private digestMemo: string | null | undefined;
@@ -84,7 +122,7 @@ export class RequestScope {
   private root(root: Root): RootState {
     const r = root === 'input' ? this.input : this.output;
     if (r) return r;
-    const fresh: RootState = { leaves: collectStrings(this.request[root], root), pii: [] };
+    const fresh: RootState = { leaves: collectStrings(this.request[root], root) };
     if (root === 'input') this.input = fresh;
     else this.output = fresh;
     return fresh;
@@ -107,19 +145,59 @@ export class RequestScope {
     const text = r.leaves.texts.join('\0');
     r.text = text;
     // One cache entry per text for all kinds and the injection analysis: one digest per root and request.
-    r.entry = worthCaching(text.length) ? cachedScan<ScanEntry>(`${this.agent.id}:${textDigest(text)}`, () => ({ pii: [] })) : { pii: [] };
+    r.entry = worthCaching(text.length) ? cachedScan<ScanEntry>(`${this.agent.id}:${textDigest(text)}`, newEntry) : newEntry();
     return r.entry;
   }
 
-  /** Findings of one PII kind (its piiKindIndex) over `root`, scanned once per request (and once per repeated text, scan-cache.ts). */
-  pii(kind: number, root: Root): Finding[] {
-    return this.kindFindings(kind, this.root(root)).findings;
+  /**
+   * Whether the entry may hold (and answer) what is located leaf by leaf: only when no leaf holds a
+   * NUL, since the joined text then names the leaves (its NULs are exactly the separators). Two roots
+   * of one text with a NUL in a leaf may split it differently: theirs stays per request.
+   */
+  private shared(r: RootState): boolean {
+    return !(r.nul ??= anyNul(r.leaves.texts));
   }
 
-  private kindFindings(k: number, r: RootState): KindFindings {
-    let f = r.pii[k];
-    if (f) return f;
+  /** Every finding of one PII kind (its piiKindIndex) over `root`, with its path, in the order a scan leaf by leaf lists them. */
+  pii(kind: number, root: Root): Finding[] {
+    const r = this.root(root);
+    const memo = (r.findings ??= []);
+    let f = memo[kind];
+    if (!f) {
+      const hits = this.kindHits(kind, r);
+      f = new Array(hits.length);
+      for (let n = 0; n < hits.length; n++) f[n] = findingOf(hits[n], r.leaves);
+      memo[kind] = f;
+    }
+    return f;
+  }
+
+  /** The first finding of one PII kind over `root` (what data_restriction reports), its path built only for it; undefined: none. */
+  firstPii(kind: number, root: Root): Finding | undefined {
+    const r = this.root(root);
+    const memo = (r.first ??= []);
+    let f = memo[kind];
+    if (f === undefined) {
+      const hits = this.kindHits(kind, r);
+      f = memo[kind] = hits.length === 0 ? null : findingOf(hits[0], r.leaves);
+    }
+    return f ?? undefined;
+  }
+
+  /** One kind's findings located leaf by leaf: from the entry when it may hold them, else scanned (once per request and kind). */
+  private kindHits(k: number, r: RootState): readonly LeafHit[] {
     const entry = this.joined(r);
+    const shared = this.shared(r);
+    let hits = shared ? entry.hits[k] : r.hits?.[k];
+    if (hits) return hits;
+    hits = this.locate(k, r, entry);
+    if (shared) entry.hits[k] = hits;
+    else (r.hits ??= [])[k] = hits;
+    return hits;
+  }
+
+  /** Scans one kind over the joined text (or takes the entry's raw findings) and maps each finding back to its leaf. */
+  private locate(k: number, r: RootState, entry: ScanEntry): readonly LeafHit[] {
     const text = r.text!;
     let raw = entry.pii[k];
     if (!raw) {
@@ -127,32 +205,30 @@ export class RequestScope {
       KIND_DETECTORS[k].scanText(text, '', raw, undefined, (r.signals ??= textSignals(text)));
       entry.pii[k] = raw;
     }
-    const { leaves } = r;
-    const { texts } = leaves;
-    if (raw.length === 0) f = EMPTY;
-    else if (raw.length >= MAX_FINDINGS) {
+    if (raw.length === 0) return NO_HITS;
+    const { texts } = r.leaves;
+    if (raw.length >= MAX_FINDINGS) {
       // At the cap, which findings are kept depends on the order of the scan: leaf by leaf, as before.
-      f = { findings: [], leaves: [] };
-      for (let i = 0; i < texts.length && f.findings.length < MAX_FINDINGS; i++) {
-        const before = f.findings.length;
-        KIND_DETECTORS[k].scanText(texts[i], leaves.path(i), f.findings);
-        for (let n = before; n < f.findings.length; n++) f.leaves.push(i);
+      const found: Finding[] = [];
+      const out: LeafHit[] = [];
+      for (let i = 0; i < texts.length && found.length < MAX_FINDINGS; i++) {
+        const before = found.length;
+        KIND_DETECTORS[k].scanText(texts[i], '', found);
+        for (let n = before; n < found.length; n++) out.push({ leaf: i, code: found[n].code, start: found[n].start, end: found[n].end, score: found[n].score });
       }
-    } else {
-      // A kind of several patterns finds pattern by pattern; leaf by leaf it found leaf by leaf:
-      // a stable sort by leaf restores that order (the first finding is the policy's evidence).
-      const starts = (r.starts ??= leafStarts(texts, 1));
-      const order = raw.map((x, n) => ({ n, leaf: leafAt(starts, x.start) })).sort((a, b) => a.leaf - b.leaf || a.n - b.n);
-      f = { findings: new Array(order.length), leaves: new Array(order.length) };
-      for (let n = 0; n < order.length; n++) {
-        const { n: at, leaf: i } = order[n];
-        const x = raw[at];
-        f.findings[n] = { ...x, path: leaves.path(i), start: x.start - starts[i], end: Math.min(x.end - starts[i], texts[i].length) };
-        f.leaves[n] = i;
-      }
+      return out;
     }
-    r.pii[k] = f;
-    return f;
+    // A kind of several patterns finds pattern by pattern; leaf by leaf it found leaf by leaf:
+    // a stable sort by leaf restores that order (the first finding is the policy's evidence).
+    const starts = (r.starts ??= leafStarts(texts, 1));
+    const order = raw.map((x, n) => ({ n, leaf: leafAt(starts, x.start) })).sort((a, b) => a.leaf - b.leaf || a.n - b.n);
+    const out: LeafHit[] = new Array(order.length);
+    for (let n = 0; n < order.length; n++) {
+      const { n: at, leaf: i } = order[n];
+      const x = raw[at];
+      out[n] = { leaf: i, code: x.code, start: x.start - starts[i], end: Math.min(x.end - starts[i], texts[i].length), score: x.score };
+    }
+    return out;
   }
 
   /** The injection scan of `root`, once per request (and once per repeated text for this agent, scan-cache.ts). */
@@ -166,8 +242,7 @@ export class RequestScope {
     const entry = this.joined(r);
     // The entry's key names the leaves only when none holds a NUL; otherwise the analysis is cached by its own text.
     const agentId = this.agent.id;
-    const nul = (r.nul ??= r.leaves.texts.some((t) => t.includes('\0')));
-    return (r.injection = scanInjectionLeaves(r.leaves, nul ? (join) => cachedByText(agentId, join()) : (join) => (entry.injection ??= analyseJoined(join()))));
+    return (r.injection = scanInjectionLeaves(r.leaves, this.shared(r) ? (join) => (entry.injection ??= analyseJoined(join())) : (join) => cachedByText(agentId, join())));
   }
 
   /** Runs `classifier` (named by `key`, its categories) over `output` once per request, its categories' findings shared with the other classifiers. */
@@ -175,23 +250,34 @@ export class RequestScope {
     const memo = (this.classifyMemo ??= new Map());
     let c = memo.get(key);
     if (!c) {
-      c = classifier.classifyLeaves(this.leaves('output'), (category, leaf) => this.category(category)[leaf], () => this.injection('output'));
+      c = classifier.classifyLeaves(this.leaves('output'), (category, leaf) => this.category(category, leaf), () => this.injection('output'));
       memo.set(key, c);
     }
     return c;
   }
 
-  /** The findings of an output classifier category, leaf by leaf (computed for every leaf on first use). */
-  private category(c: LeafCategory): ReadonlyArray<readonly LeafFinding[]> {
-    const memo = (this.categories ??= []);
-    const k = LEAF_CATEGORIES.indexOf(c);
-    let byLeaf = memo[k];
-    if (!byLeaf) {
-      const leaves = this.leaves('output');
-      byLeaf = (c === 'pii' || c === 'secrets' ? this.kindsByLeaf(CATEGORY_KINDS[c]) : null) ?? leaves.texts.map((_, i) => leafFindings(c, leaves, i));
-      memo[k] = byLeaf;
-    }
-    return byLeaf;
+  /** The findings of an output classifier category in one output leaf, with the leaf's path (built only when there is a finding). */
+  private category(c: LeafCategory, leaf: number): readonly LeafFinding[] {
+    const k = CATEGORY_INDEX[c];
+    const raw = this.rawCategory(c, k)[leaf];
+    if (raw === undefined || raw.length === 0) return NO_LEAF_FINDINGS;
+    const memo = ((this.categories ??= [])[k] ??= []);
+    return (memo[leaf] ??= withPath(raw, this.root('output').leaves.path(leaf)));
+  }
+
+  /** A category's findings in every output leaf, without paths: from the entry when it may hold them, else computed (once per request). */
+  private rawCategory(c: LeafCategory, k: number): RawCategory {
+    const r = this.root('output');
+    const entry = this.joined(r);
+    const shared = this.shared(r);
+    let raw = shared ? entry.categories[k] : this.ownCategories?.[k];
+    if (raw) return raw;
+    const { texts } = r.leaves;
+    const computed = (c === 'pii' || c === 'secrets' ? this.kindsByLeaf(CATEGORY_KINDS[c], r) : null) ?? texts.map((t) => rawLeafFindings(c, t));
+    raw = computed.every((l) => l === undefined || l.length === 0) ? NO_LEAVES : computed;
+    if (shared) entry.categories[k] = raw;
+    else (this.ownCategories ??= [])[k] = raw;
+    return raw;
   }
 
   /**
@@ -199,17 +285,15 @@ export class RequestScope {
    * leaf (kind by kind, at most MAX_FINDINGS), from the per-kind scans; null when a kind reached
    * MAX_FINDINGS over the root, since its list then lacks the later leaves.
    */
-  private kindsByLeaf(kinds: readonly PiiKind[]): Array<readonly LeafFinding[]> | null {
-    const r = this.root('output');
-    const lists = kinds.map((kind) => this.kindFindings(KIND_INDEX.get(kind)!, r));
-    if (lists.some((l) => l.findings.length >= MAX_FINDINGS)) return null;
-    const out: Array<readonly LeafFinding[]> = new Array(r.leaves.texts.length).fill(NO_LEAF_FINDINGS);
-    for (const { findings, leaves } of lists) {
-      for (let n = 0; n < findings.length; n++) {
-        const f = findings[n];
-        let at = out[leaves[n]] as LeafFinding[];
-        if (at === NO_LEAF_FINDINGS) out[leaves[n]] = at = [];
-        if (at.length < MAX_FINDINGS) at.push({ path: f.path, start: f.start, end: f.end, score: f.score, kind: f.code });
+  private kindsByLeaf(kinds: readonly PiiKind[], r: RootState): RawCategory | null {
+    const lists = kinds.map((kind) => this.kindHits(KIND_INDEX.get(kind)!, r));
+    if (lists.some((l) => l.length >= MAX_FINDINGS)) return null;
+    const out: RawLeafFinding[][] = new Array(r.leaves.texts.length);
+    for (const hits of lists) {
+      for (let n = 0; n < hits.length; n++) {
+        const h = hits[n];
+        const at = (out[h.leaf] ??= []);
+        if (at.length < MAX_FINDINGS) at.push({ start: h.start, end: h.end, score: h.score, kind: h.code });
       }
     }
     return out;
