@@ -122,4 +122,30 @@ describe('Leaves.path', () => {
       expect(one.texts.map((_, k) => one.path(k))).toEqual(paths);
     }
   });
+
+  it('finds each leaf by the walk that stops there as by the links, within small caps (random values)', () => {
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const value = (depth: number): unknown => {
+      const r = rand();
+      if (depth > 5 || r < 0.35) return rand() < 0.15 ? '' : rand() < 0.15 ? [123456789012, 123456789, 12345678, -987654321, 1.5e9][Math.floor(rand() * 5)] : 'abcdefgh'.slice(0, 1 + Math.floor(rand() * 8));
+      if (r < 0.45) return rand() < 0.5 ? null : 42;
+      const n = Math.floor(rand() * 4);
+      if (r < 0.7) return Array.from({ length: n }, () => value(depth + 1));
+      return Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, value(depth + 1)]));
+    };
+    for (let round = 0; round < 300; round++) {
+      const v = value(0);
+      const caps = { maxChars: 5 + Math.floor(rand() * 40), maxDepth: 1 + Math.floor(rand() * 5), maxNodes: 3 + Math.floor(rand() * 30) };
+      // Past its first two paths (found by seeking), a Leaves answers from the links: one instance seeks
+      // the first two leaves, the other the last two, so that every leaf has an answer from the links.
+      const head = collectStrings(v, 'input', caps);
+      const tail = collectStrings(v, 'input', caps);
+      const n = head.texts.length;
+      const fromHead = head.texts.map((_, i) => head.path(i));
+      const fromTail = tail.texts.map((_, i) => tail.path(n - 1 - i)).reverse();
+      expect(fromTail).toEqual(fromHead);
+      for (let i = 0; i < n; i++) expect(collectStrings(v, 'input', caps).path(i)).toBe(fromHead[i]);
+    }
+  });
 });
