@@ -149,3 +149,29 @@ describe('Leaves.path', () => {
     }
   });
 });
+
+describe('evaluatedPolicyIds', () => {
+  const ids = (d: Decision) => [...d.evaluatedPolicyIds];
+
+  it('lists the policies evaluated, in order, whether the list is shared between decisions or not', () => {
+    const defs = [policy('cost_limit', { maxTokensPerRequest: 10 }), policy('cost_limit', { maxTokensPerRequest: 20 }), policy('cost_limit', { maxTokensPerRequest: 30 })];
+    const list = compileAll(defs);
+    const r = request('hi', 'ho');
+    const first = decide(list, r, ctx) as Decision;
+    expect(ids(first)).toEqual(defs.map((d) => d.id));
+    expect(first.evaluatedPolicies).toBe(3);
+    expect(Object.isFrozen(first.evaluatedPolicyIds)).toBe(true); // shared: nobody may change it
+    // A policy turned off in place (the list is not the route's, but the answer must follow it).
+    list[1].def.isActive = false;
+    expect(ids(decide(list, r, ctx) as Decision)).toEqual([defs[0].id, defs[2].id]);
+    list[2].def.isActive = false;
+    expect(ids(decide(list, r, ctx) as Decision)).toEqual([defs[0].id]);
+    list[1].def.isActive = true;
+    list[2].def.isActive = true;
+    // Scoped policies: a list of the decision's own.
+    const scoped = compileAll([{ ...defs[0], appliesToEnvironments: ['staging'] }, defs[1], { ...defs[2], agentId: AGENT_ID }]);
+    const d = decide(scoped, r, ctx) as Decision;
+    expect(ids(d)).toEqual([defs[1].id, defs[2].id]);
+    expect(d.evaluatedPolicies).toBe(2);
+  });
+});
