@@ -264,8 +264,14 @@ export type InjectionAnalysis = ReturnType<typeof analyse>;
 /** Answers the analysis of the joined text `join()` answers: `analyseJoined` of it, or a copy kept for the same text (scan-cache.ts). */
 export type CachedAnalysis = (join: () => string) => InjectionAnalysis;
 
+/** The analysis of a text with no cue: one shared object, so that the scan-cache entries of most texts hold no analysis of their own. */
+const NO_CUES: InjectionAnalysis = Object.freeze({ score: 0, hits: Object.freeze([]) as unknown as Hit[] });
+
 /** The analysis of a joined text (what scanInjectionLeaves maps back to the leaves). */
-export const analyseJoined = (joined: string): InjectionAnalysis => analyse(joined);
+export function analyseJoined(joined: string): InjectionAnalysis {
+  const a = analyse(joined);
+  return a.hits.length === 0 && a.score === 0 ? NO_CUES : a;
+}
 
 /**
  * Scores string leaves (collectStrings within INJECTION_CAPS). They are joined with blank lines and
@@ -306,5 +312,5 @@ export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJ
 
 /** The analysis of `joined` through the scan cache under `scope` (an agent id) and the text's digest, when the text is of cacheable size. */
 export function cachedByText(scope: string, joined: string): InjectionAnalysis {
-  return worthCaching(joined.length) ? cachedScan(`${scope}:injection:${textDigest(joined)}`, () => analyse(joined)) : analyse(joined);
+  return worthCaching(joined.length) ? cachedScan(`${scope}:injection:${textDigest(joined)}`, () => analyseJoined(joined)) : analyse(joined);
 }

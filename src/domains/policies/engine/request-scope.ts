@@ -49,7 +49,7 @@ type RawCategory = ReadonlyArray<readonly RawLeafFinding[] | undefined>;
  * located leaf by leaf in the order reported and each output classifier category's findings per leaf.
  */
 interface ScanEntry {
-  pii: Array<Finding[] | undefined>;
+  pii: Array<readonly Finding[] | undefined>;
   injection?: InjectionAnalysis;
   hits: Array<readonly LeafHit[] | undefined>;
   categories: Array<RawCategory | undefined>;
@@ -82,6 +82,7 @@ const CATEGORY_INDEX: Readonly<Record<LeafCategory, number>> = { pii: 0, secrets
 /** The index of a PII kind for `RequestScope.pii` (looked up once per policy version, not per request). */
 export const piiKindIndex = (kind: PiiKind): number => KIND_INDEX.get(kind)!;
 const NO_HITS: readonly LeafHit[] = [];
+const NO_FINDINGS: readonly Finding[] = [];
 const NO_LEAF_FINDINGS: readonly LeafFinding[] = [];
 const NO_LEAVES: RawCategory = [];
 const newEntry = (): ScanEntry => ({ pii: [], hits: [], categories: [] });
@@ -201,9 +202,10 @@ export class RequestScope {
     const text = r.text!;
     let raw = entry.pii[k];
     if (!raw) {
-      raw = [];
-      KIND_DETECTORS[k].scanText(text, '', raw, undefined, (r.signals ??= textSignals(text)));
-      entry.pii[k] = raw;
+      const found: Finding[] = [];
+      KIND_DETECTORS[k].scanText(text, '', found, undefined, (r.signals ??= textSignals(text)));
+      // Most kinds find nothing: the entry (kept until evicted) holds one shared empty list for them.
+      entry.pii[k] = raw = found.length === 0 ? NO_FINDINGS : found;
     }
     if (raw.length === 0) return NO_HITS;
     const { texts } = r.leaves;
