@@ -284,10 +284,19 @@ export function scanInjectionLeaves(leaves: Leaves, cached?: CachedAnalysis): In
   if (texts.length === 0) return { score: 0, top: null, findings: [], truncated };
   // The score depends on the joined text alone, so a repeated text may be scored once (scan-cache.ts);
   // the text is joined only when the caller's key needs it or the analysis runs.
-  const { score, hits } = cached ? cached(() => texts.join('\n\n')) : analyse(texts.join('\n\n'));
+  return leavesResult(leaves, cached ? cached(() => texts.join(LEAF_GAP)) : analyse(texts.join(LEAF_GAP)));
+}
+
+/** What joins the leaves into the one text the analysis reads (a blank line: no cue crosses it). */
+export const LEAF_GAP = '\n\n';
+
+/** The result for `leaves` (at least one) of the analysis of their texts joined by LEAF_GAP: each finding mapped back to its leaf's path and offsets. */
+export function leavesResult(leaves: Leaves, analysis: InjectionAnalysis): InjectionResult {
+  const { texts, truncated } = leaves;
+  const { score, hits } = analysis;
   // Most texts hold no cue: the leaves' offsets are computed only to map findings back.
   if (hits.length === 0) return { score, top: null, findings: [], truncated };
-  const starts = leafStarts(texts, 2);
+  const starts = leafStarts(texts, LEAF_GAP.length);
   const findings = hits
     .slice()
     .sort((a, b) => b.weight - a.weight)

@@ -83,14 +83,19 @@ export const CATEGORY_KINDS: Readonly<Record<'pii' | 'secrets', readonly PiiKind
 /** A finding of one category in one leaf, without its code (`output.<category>`). */
 export type LeafFinding = Omit<Finding, 'code'>;
 
-/** Where a classifier takes the findings of a category in leaf number `leaf`: leafFindings, or the engine's copy. */
-export type LeafSource = (category: LeafCategory, leaf: number) => readonly LeafFinding[];
+/** Where a classifier takes its findings: leafFindings and its own injection scan, or the engine's copies (an object, not closures made per call). */
+export interface LeafSource {
+  /** The findings of `category` in leaf number `leaf`. */
+  leafCategory(category: LeafCategory, leaf: number): readonly LeafFinding[];
+  /** The injection scan of the whole output (the injection category). */
+  outputInjection(): InjectionResult;
+}
 
 export interface OutputClassifier {
   /** `injection` scans for the injection category; the engine passes its per-request memo so one scan serves every policy. */
   classify(value: unknown, root?: string, injection?: (value: unknown, root: string) => InjectionResult): OutputClassification;
-  /** The same over leaves already collected (collectStrings, DEFAULT_CAPS), each category's findings per leaf from `source`. */
-  classifyLeaves(leaves: Leaves, source: LeafSource, injection: () => InjectionResult): OutputClassification;
+  /** The same over leaves already collected (collectStrings, DEFAULT_CAPS), each category's findings per leaf and the injection scan from `source`. */
+  classifyLeaves(leaves: Leaves, source: LeafSource): OutputClassification;
 }
 
 const NONE: readonly LeafFinding[] = [];
@@ -166,17 +171,17 @@ export function compileOutputClassifier(categories: readonly OutputCategory[], c
   const want = new Set(categories);
   const perLeaf = LEAF_CATEGORIES.filter((c) => want.has(c));
 
-  const classifyLeaves = (leaves: Leaves, source: LeafSource, injection: () => InjectionResult): OutputClassification => {
+  const classifyLeaves = (leaves: Leaves, source: LeafSource): OutputClassification => {
     const findings: Finding[] = [];
     // Past MAX_FINDINGS nothing more is listed, so the remaining leaves need not be asked.
     for (let i = 0; i < leaves.texts.length && findings.length < MAX_FINDINGS; i++) {
       for (const c of perLeaf) {
-        const found = source(c, i);
+        const found = source.leafCategory(c, i);
         for (let k = 0; k < found.length && findings.length < MAX_FINDINGS; k++) findings.push({ code: CODES[c], ...found[k] });
       }
     }
     if (want.has('injection')) {
-      const r = injection();
+      const r = source.outputInjection();
       if (r.top && r.score >= RECOMMENDED_THRESHOLD && findings.length < MAX_FINDINGS)
         findings.push({ code: CODES.injection, path: r.top.path, start: r.top.start, end: r.top.end, score: r.score, kind: r.top.code });
     }
@@ -190,7 +195,7 @@ export function compileOutputClassifier(categories: readonly OutputCategory[], c
     classifyLeaves,
     classify(value, root = 'output', injection = scanInjection) {
       const leaves = collectStrings(value, root, caps);
-      return classifyLeaves(leaves, (c, i) => leafFindings(c, leaves, i), () => injection(value, root));
+      return classifyLeaves(leaves, { leafCategory: (c, i) => leafFindings(c, leaves, i), outputInjection: () => injection(value, root) });
     },
   };
 }

@@ -13,8 +13,8 @@
  *    scanned, sorted nor mapped again: only the paths of the findings reported are built;
  *  - the CEL view of the request (`request` + `request.agent`) and the parameters digest.
  */
-import { analyseJoined, cachedByText, INJECTION_CAPS, scanInjection, scanInjectionLeaves, type InjectionAnalysis, type InjectionResult } from '../detectors/injection.js';
-import { CATEGORY_KINDS, rawLeafFindings, withPath, type LeafCategory, type LeafFinding, type OutputClassification, type OutputClassifier, type RawLeafFinding } from '../detectors/output-classifier.js';
+import { analyseJoined, cachedByText, INJECTION_CAPS, LEAF_GAP, leavesResult, scanInjection, scanInjectionLeaves, type InjectionAnalysis, type InjectionResult } from '../detectors/injection.js';
+import { CATEGORY_KINDS, rawLeafFindings, withPath, type LeafCategory, type LeafFinding, type LeafSource, type OutputClassification, type OutputClassifier, type RawLeafFinding } from '../detectors/output-classifier.js';
 import { compilePiiDetector, MAX_FINDINGS, textSignals, type PiiDetector, type TextSignals } from '../detectors/pii.js';
 import { cachedScan, textDigest, worthCaching } from '../detectors/scan-cache.js';
 import type { Finding } from '../detectors/types.js';
@@ -104,14 +104,15 @@ function anyNul(texts: readonly string[]): boolean {
 /** A located finding with its leaf's path: the keys and order of a finding scanned leaf by leaf. */
 const findingOf = (h: LeafHit, leaves: Leaves): Finding => ({ code: h.code, path: leaves.path(h.leaf), start: h.start, end: h.end, score: h.score });
 
-export class RequestScope {
+export class RequestScope implements LeafSource {
   private input?: RootState;
   private output?: RootState;
   /** Per leaf category, per output leaf, its findings with their paths (built on first ask). */
   private categories?: Array<Array<readonly LeafFinding[] | undefined> | undefined>;
   /** Per leaf category, this request's raw findings when the entry cannot keep them (an output leaf holds a NUL). */
   private ownCategories?: Array<RawCategory | undefined>;
-  private classifyMemo?: Map<string, OutputClassification>;
+  /** Classifications by classifier key: key, classification, key, ... */
+  private classifyMemo?: Array<string | OutputClassification>;
   private celMemo: { request: Record<string, unknown> } | null = null;
   private digestMemo: string | null | undefined;
 
@@ -241,25 +242,33 @@ export class RequestScope {
       // Beyond the injection cap the detector reads a shorter walk of its own.
       return (r.injection = scanInjection(this.request[root], root, INJECTION_CAPS, this.agent.id));
     }
+    const { leaves } = r;
+    if (leaves.texts.length === 0) return (r.injection = scanInjectionLeaves(leaves));
     const entry = this.joined(r);
     // The entry's key names the leaves only when none holds a NUL; otherwise the analysis is cached by its own text.
-    const agentId = this.agent.id;
-    return (r.injection = scanInjectionLeaves(r.leaves, this.shared(r) ? (join) => (entry.injection ??= analyseJoined(join())) : (join) => cachedByText(agentId, join())));
+    // On a hit the blank-line-joined text is not built.
+    const analysis = this.shared(r) ? (entry.injection ??= analyseJoined(leaves.texts.join(LEAF_GAP))) : cachedByText(this.agent.id, leaves.texts.join(LEAF_GAP));
+    return (r.injection = leavesResult(leaves, analysis));
   }
 
   /** Runs `classifier` (named by `key`, its categories) over `output` once per request, its categories' findings shared with the other classifiers. */
   classify(key: string, classifier: OutputClassifier): OutputClassification {
-    const memo = (this.classifyMemo ??= new Map());
-    let c = memo.get(key);
-    if (!c) {
-      c = classifier.classifyLeaves(this.leaves('output'), (category, leaf) => this.category(category, leaf), () => this.injection('output'));
-      memo.set(key, c);
-    }
+    // A request meets a few classifier keys at most: a list of pairs, not a Map per request.
+    const memo = (this.classifyMemo ??= []);
+    for (let i = 0; i < memo.length; i += 2) if (memo[i] === key) return memo[i + 1] as OutputClassification;
+    // The scope is the classifier's source (leafCategory, outputInjection): no closures per call.
+    const c = classifier.classifyLeaves(this.leaves('output'), this);
+    memo.push(key, c);
     return c;
   }
 
-  /** The findings of an output classifier category in one output leaf, with the leaf's path (built only when there is a finding). */
-  private category(c: LeafCategory, leaf: number): readonly LeafFinding[] {
+  /** The output injection scan, for the classifiers' injection category (LeafSource). */
+  outputInjection(): InjectionResult {
+    return this.injection('output');
+  }
+
+  /** The findings of an output classifier category in one output leaf, with the leaf's path (built only when there is a finding; LeafSource). */
+  leafCategory(c: LeafCategory, leaf: number): readonly LeafFinding[] {
     const k = CATEGORY_INDEX[c];
     const raw = this.rawCategory(c, k)[leaf];
     if (raw === undefined || raw.length === 0) return NO_LEAF_FINDINGS;
