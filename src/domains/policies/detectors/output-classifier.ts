@@ -166,6 +166,10 @@ export function leafFindings(category: LeafCategory, leaves: Leaves, i: number):
   return raw.length === 0 ? NONE : withPath(raw, leaves.path(i));
 }
 
+const nothing = (truncated: boolean): OutputClassification => Object.freeze({ findings: Object.freeze([]) as unknown as Finding[], categories: Object.freeze([]) as unknown as OutputCategory[], truncated });
+const NOTHING = nothing(false);
+const NOTHING_TRUNCATED = nothing(true);
+
 /** Compiles a classifier for the chosen categories (once per policy version). */
 export function compileOutputClassifier(categories: readonly OutputCategory[], caps: WalkCaps = DEFAULT_CAPS): OutputClassifier {
   const want = new Set(categories);
@@ -185,8 +189,8 @@ export function compileOutputClassifier(categories: readonly OutputCategory[], c
       if (r.top && r.score >= RECOMMENDED_THRESHOLD && findings.length < MAX_FINDINGS)
         findings.push({ code: CODES.injection, path: r.top.path, start: r.top.start, end: r.top.end, score: r.score, kind: r.top.code });
     }
-    // The usual answer, nothing found, without the set of categories.
-    if (findings.length === 0) return { findings, categories: [], truncated: leaves.truncated };
+    // The usual answer, nothing found: one shared (frozen) answer, without the set of categories.
+    if (findings.length === 0) return leaves.truncated ? NOTHING_TRUNCATED : NOTHING;
     const found = new Set(findings.map((f) => f.code.slice('output.'.length) as OutputCategory));
     return { findings, categories: categories.filter((c) => found.has(c)), truncated: leaves.truncated || findings.length >= MAX_FINDINGS };
   };

@@ -45,8 +45,8 @@ class WalkedLeaves implements Leaves {
   private nodeLinks?: Array<number | string>;
   private leafPaths?: string[];
   private nodePaths?: string[];
-  /** Paths found so far by a walk that stops at their leaf (`seekPath`). */
-  private sought = 0;
+  /** Paths found by a walk that stops at their leaf (`seekPath`): leaf, path, leaf, path (a list of pairs, not an array as long as the leaves). */
+  private sought?: Array<number | string>;
 
   constructor(
     private readonly value: unknown,
@@ -57,20 +57,21 @@ class WalkedLeaves implements Leaves {
   path(i: number): string {
     // A leaf that does not exist has no chain to follow (the join would recurse without end).
     if (!(i >= 0 && i < this.texts.length)) throw new RangeError(`no leaf ${i} (${this.texts.length} leaves)`);
-    const memo = (this.leafPaths ??= []);
-    const known = memo[i];
-    if (known !== undefined) return known;
-    if (!this.leafLinks && this.sought < SEEKS) {
+    const sought = this.sought;
+    if (sought) for (let k = 0; k < sought.length; k += 2) if (sought[k] === i) return sought[k + 1] as string;
+    if (!this.leafLinks && (sought === undefined || sought.length < 2 * SEEKS)) {
       // A decision usually reports findings of one or two leaves: a walk that stops at the leaf and
       // keeps only its keys costs less than recording every leaf's and container's link.
-      this.sought++;
-      return (memo[i] = seekPath(this.value, this.root, this.caps, i));
+      const path = seekPath(this.value, this.root, this.caps, i);
+      (this.sought ??= []).push(i, path);
+      return path;
     }
     if (!this.leafLinks) {
       const w = walkOf(this.caps, null, (this.leafLinks = []), (this.nodeLinks = []));
       if (this.value !== undefined) go(w, this.value, -1, '', 0);
     }
-    return (memo[i] = this.joinPath(this.leafLinks[2 * i] as number, this.leafLinks[2 * i + 1]));
+    const memo = (this.leafPaths ??= []);
+    return (memo[i] ??= this.joinPath(this.leafLinks[2 * i] as number, this.leafLinks[2 * i + 1]));
   }
 
   /** The path of a child named `key` of container `parent` (-1: `key` is unused, the root itself). */

@@ -85,6 +85,9 @@ const NO_HITS: readonly LeafHit[] = [];
 const NO_FINDINGS: readonly Finding[] = [];
 const NO_LEAF_FINDINGS: readonly LeafFinding[] = [];
 const NO_LEAVES: RawCategory = [];
+const noCue = (truncated: boolean): InjectionResult => Object.freeze({ score: 0, top: null, findings: Object.freeze([]) as unknown as Finding[], truncated });
+const NO_CUE = noCue(false);
+const NO_CUE_TRUNCATED = noCue(true);
 const newEntry = (): ScanEntry => ({ pii: [], hits: [], categories: [] });
 
 /** One single-kind detector per PII kind, shared by every policy (compiled at load). */
@@ -124,7 +127,19 @@ export class RequestScope implements LeafSource {
   private root(root: Root): RootState {
     const r = root === 'input' ? this.input : this.output;
     if (r) return r;
-    const fresh: RootState = { leaves: collectStrings(this.request[root], root) };
+    // Every field from the start: one shape, no property store grown as the request fills them in.
+    const fresh: RootState = {
+      leaves: collectStrings(this.request[root], root),
+      text: undefined,
+      starts: undefined,
+      nul: undefined,
+      entry: undefined,
+      signals: undefined,
+      hits: undefined,
+      first: undefined,
+      findings: undefined,
+      injection: undefined,
+    };
     if (root === 'input') this.input = fresh;
     else this.output = fresh;
     return fresh;
@@ -163,7 +178,7 @@ export class RequestScope implements LeafSource {
   /** Every finding of one PII kind (its piiKindIndex) over `root`, with its path, in the order a scan leaf by leaf lists them. */
   pii(kind: number, root: Root): Finding[] {
     const r = this.root(root);
-    const memo = (r.findings ??= []);
+    const memo = (r.findings ??= new Array(PII_KINDS.length));
     let f = memo[kind];
     if (!f) {
       const hits = this.kindHits(kind, r);
@@ -177,7 +192,7 @@ export class RequestScope implements LeafSource {
   /** The first finding of one PII kind over `root` (what data_restriction reports), its path built only for it; undefined: none. */
   firstPii(kind: number, root: Root): Finding | undefined {
     const r = this.root(root);
-    const memo = (r.first ??= []);
+    const memo = (r.first ??= new Array(PII_KINDS.length));
     let f = memo[kind];
     if (f === undefined) {
       const hits = this.kindHits(kind, r);
@@ -194,7 +209,7 @@ export class RequestScope implements LeafSource {
     if (hits) return hits;
     hits = this.locate(k, r, entry);
     if (shared) entry.hits[k] = hits;
-    else (r.hits ??= [])[k] = hits;
+    else (r.hits ??= new Array(PII_KINDS.length))[k] = hits;
     return hits;
   }
 
@@ -248,6 +263,8 @@ export class RequestScope implements LeafSource {
     // The entry's key names the leaves only when none holds a NUL; otherwise the analysis is cached by its own text.
     // On a hit the blank-line-joined text is not built.
     const analysis = this.shared(r) ? (entry.injection ??= analyseJoined(leaves.texts.join(LEAF_GAP))) : cachedByText(this.agent.id, leaves.texts.join(LEAF_GAP));
+    // The usual answer, no cue: one shared (frozen) result, read and never changed by the policies.
+    if (analysis.hits.length === 0 && analysis.score === 0) return (r.injection = leaves.truncated ? NO_CUE_TRUNCATED : NO_CUE);
     return (r.injection = leavesResult(leaves, analysis));
   }
 
