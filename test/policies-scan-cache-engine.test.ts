@@ -35,6 +35,8 @@ const policy = (policyType: PolicyDefinition['policyType'], ruleDefinition: unkn
 const POLICIES = compileAll([
   policy('data_restriction', { detect: ['email', 'phone', 'credit_card'], scope: 'both' }),
   policy('data_restriction', { detect: ['iban', 'api_key'], scope: 'both' }),
+  policy('data_restriction', { detect: ['ssn'], patterns: ['EMP-\\d{6}'], scope: 'both' }),
+  policy('data_restriction', { detect: ['ip_address'], patterns: ['^x', 'call$'], scope: 'both' }),
   policy('output_classifier', { categories: ['pii', 'secrets', 'profanity', 'code', 'url', 'injection'], blockOn: ['secrets'] }),
   policy('output_classifier', { categories: ['url', 'pii'], blockOn: [] }),
   policy('injection_scan', { threshold: 0.4, scope: 'both' }),
@@ -72,7 +74,7 @@ afterEach(() => resetScanCache());
 
 describe('scan-cache entry shared by requests of the same texts', () => {
   it('answers the paths of the current request when the same texts come in another shape', () => {
-    const texts = [PAD, 'Reach me at jane.doe@example.com or +1 (212) 555-0142, IBAN GB82 WEST 1234 5698 7654 32.', 'See https://example.com/a and www.example.org.'];
+    const texts = [PAD, 'Reach me at jane.doe@example.com or +1 (212) 555-0142, IBAN GB82 WEST 1234 5698 7654 32.', 'See https://example.com/a and www.example.org, badge EMP-123456.'];
     const outTexts = [PAD, 'Card 4111 1111 1111 1111, docs at https://docs.example.com.', 'def f(x):\n    return x;\n'];
     const a = request({ messages: texts.map((content) => ({ role: 'user', content })) }, { parts: outTexts });
     const b = request({ first: texts[0], nested: { second: texts[1], list: [texts[2]] } }, { a: { b: outTexts[0] }, c: [outTexts[1], { d: outTexts[2] }] });
@@ -89,8 +91,8 @@ describe('scan-cache entry shared by requests of the same texts', () => {
 
   it('keeps per request what a leaf holding a NUL would locate differently', () => {
     // The same text joined by NUL, split at other places: the raw scans are shared, the leaves are not.
-    const x = request({ a: `${PAD}\0 jane.doe@example.com`, b: 'call +1 (212) 555-0142' }, [`${PAD}`, 'http://a.example\0x', 'fuck']);
-    const y = request({ a: PAD, b: ' jane.doe@example.com\0call +1 (212) 555-0142' }, [`${PAD}\0http://a.example`, 'x\0fuck']);
+    const x = request({ a: `${PAD}\0 jane.doe@example.com EMP-123456`, b: 'call +1 (212) 555-0142' }, [`${PAD}`, 'http://a.example\0x', 'fuck call']);
+    const y = request({ a: PAD, b: ' jane.doe@example.com EMP-123456\0call +1 (212) 555-0142' }, [`${PAD}\0http://a.example`, 'x\0fuck call']);
     const expectX = uncached(x);
     const expectY = uncached(y);
     expect(expectX.warnings).not.toEqual(expectY.warnings);

@@ -62,15 +62,7 @@ function dataRestriction(r: RuleDefinition<'data_restriction'>): Evaluate {
         if (f) return [{ code: f.code, message: `Detected ${kinds[k]} in ${f.path}`, evidence: evidence(f) }];
       }
       if (custom) {
-        const found: Finding[] = [];
-        const leaves = s.leaves(root);
-        const { texts } = leaves;
-        const budget = { custom: 64 * 1024 };
-        let i = 0;
-        for (; i < texts.length && found.length === 0 && budget.custom > 0; i++) custom.scanText(texts[i], '', found, budget);
-        const f = found[0];
-        // Found in the leaf just scanned: its path is built now, only for a match (walk.ts builds paths on demand).
-        if (f) f.path = leaves.path(i - 1);
+        const f = s.firstCustom(custom, root);
         if (f) return [{ code: 'pii.custom', message: `Matched custom pattern ${f.pattern ?? 0} in ${f.path}`, evidence: evidence(f) }];
       }
     }

@@ -15,7 +15,7 @@
  */
 import { analyseJoined, cachedByText, INJECTION_CAPS, LEAF_GAP, leavesResult, scanInjection, scanInjectionLeaves, type InjectionAnalysis, type InjectionResult } from '../detectors/injection.js';
 import { CATEGORY_KINDS, rawLeafFindings, withPath, type LeafCategory, type LeafFinding, type LeafSource, type OutputClassification, type OutputClassifier, type RawLeafFinding } from '../detectors/output-classifier.js';
-import { compilePiiDetector, MAX_FINDINGS, textSignals, type PiiDetector, type TextSignals } from '../detectors/pii.js';
+import { compilePiiDetector, CUSTOM_PATTERN_CHARS, MAX_FINDINGS, textSignals, type PiiDetector, type TextSignals } from '../detectors/pii.js';
 import { cachedScan, textDigest, worthCaching } from '../detectors/scan-cache.js';
 import type { Finding } from '../detectors/types.js';
 import { collectStrings, DEFAULT_CAPS, leafAt, leafStarts, type Leaves } from '../detectors/walk.js';
@@ -53,6 +53,13 @@ interface ScanEntry {
   injection?: InjectionAnalysis;
   hits: Array<readonly LeafHit[] | undefined>;
   categories: Array<RawCategory | undefined>;
+  /** Per detector of custom patterns (a data_restriction policy version), its first finding (null: none); same rule as `hits`. */
+  custom?: Map<PiiDetector, CustomHit | null>;
+}
+
+/** The first finding of a detector of custom patterns, located in its leaf. */
+interface CustomHit extends LeafHit {
+  readonly pattern: number;
 }
 
 /** A root's state for this request. */
@@ -102,6 +109,17 @@ const SAME_WALK = INJECTION_CAPS.maxDepth === DEFAULT_CAPS.maxDepth && INJECTION
 function anyNul(texts: readonly string[]): boolean {
   for (let i = 0; i < texts.length; i++) if (texts[i].includes('\0')) return true;
   return false;
+}
+
+/** The first match of a detector of custom patterns over `texts`, scanned leaf by leaf within its budget, located in its leaf; null: none. */
+function firstCustomHit(detector: PiiDetector, texts: readonly string[]): CustomHit | null {
+  const found: Finding[] = [];
+  const budget = { custom: CUSTOM_PATTERN_CHARS };
+  let i = 0;
+  for (; i < texts.length && found.length === 0 && budget.custom > 0; i++) detector.scanText(texts[i], '', found, budget);
+  const f = found[0];
+  // Found in the leaf just scanned.
+  return f ? { leaf: i - 1, code: f.code, start: f.start, end: f.end, score: f.score, pattern: f.pattern ?? 0 } : null;
 }
 
 /** A located finding with its leaf's path: the keys and order of a finding scanned leaf by leaf. */
@@ -199,6 +217,26 @@ export class RequestScope implements LeafSource {
       f = memo[kind] = hits.length === 0 ? null : findingOf(hits[0], r.leaves);
     }
     return f ?? undefined;
+  }
+
+  /**
+   * The first finding of a data_restriction policy's custom patterns (`detector`) over `root`: leaf
+   * by leaf, within the detector's character budget (pii.ts, CUSTOM_PATTERN_CHARS), never over the
+   * joined text (a user's pattern may match a NUL or use `^`/`$`). Kept in the root's scan-cache
+   * entry per detector (one per policy version) when the PII kinds made one for this request and no
+   * leaf holds a NUL: a custom-only policy does not pay a digest for it.
+   */
+  firstCustom(detector: PiiDetector, root: Root): Finding | undefined {
+    const r = this.root(root);
+    const { leaves } = r;
+    const entry = r.entry !== undefined && this.shared(r) ? r.entry : undefined;
+    let hit = entry?.custom?.get(detector);
+    if (hit === undefined) {
+      hit = firstCustomHit(detector, leaves.texts);
+      if (entry) (entry.custom ??= new Map()).set(detector, hit);
+    }
+    // Its path is built now, only for a match (walk.ts builds paths on demand).
+    return hit === null ? undefined : { code: 'pii.custom', path: leaves.path(hit.leaf), start: hit.start, end: hit.end, score: hit.score, pattern: hit.pattern };
   }
 
   /** One kind's findings located leaf by leaf: from the entry when it may hold them, else scanned (once per request and kind). */
