@@ -78,15 +78,13 @@ interface RootState {
   hits?: Array<readonly LeafHit[] | undefined>;
   /** Per kind, the first finding with its path (null: none), as data_restriction reports it. */
   first?: Array<Finding | null | undefined>;
-  /** Per kind, every finding with its path (`pii`). */
-  findings?: Array<Finding[] | undefined>;
   injection?: InjectionResult;
 }
 
 const KIND_INDEX = new Map<PiiKind, number>(PII_KINDS.map((k, i) => [k, i]));
 const CATEGORY_INDEX: Readonly<Record<LeafCategory, number>> = { pii: 0, secrets: 1, profanity: 2, url: 3, code: 4 };
 
-/** The index of a PII kind for `RequestScope.pii` (looked up once per policy version, not per request). */
+/** The index of a PII kind for `RequestScope.firstPii` (looked up once per policy version, not per request). */
 export const piiKindIndex = (kind: PiiKind): number => KIND_INDEX.get(kind)!;
 const NO_HITS: readonly LeafHit[] = [];
 const NO_FINDINGS: readonly Finding[] = [];
@@ -106,6 +104,7 @@ const KIND_DETECTORS: PiiDetector[] = PII_KINDS.map((kind) => compilePiiDetector
  */
 const SAME_WALK = INJECTION_CAPS.maxDepth === DEFAULT_CAPS.maxDepth && INJECTION_CAPS.maxNodes === DEFAULT_CAPS.maxNodes;
 
+/** Whether some text holds a NUL. */
 function anyNul(texts: readonly string[]): boolean {
   for (let i = 0; i < texts.length; i++) if (texts[i].includes('\0')) return true;
   return false;
@@ -155,7 +154,6 @@ export class RequestScope implements LeafSource {
       signals: undefined,
       hits: undefined,
       first: undefined,
-      findings: undefined,
       injection: undefined,
     };
     if (root === 'input') this.input = fresh;
@@ -191,20 +189,6 @@ export class RequestScope implements LeafSource {
    */
   private shared(r: RootState): boolean {
     return !(r.nul ??= anyNul(r.leaves.texts));
-  }
-
-  /** Every finding of one PII kind (its piiKindIndex) over `root`, with its path, in the order a scan leaf by leaf lists them. */
-  pii(kind: number, root: Root): Finding[] {
-    const r = this.root(root);
-    const memo = (r.findings ??= new Array(PII_KINDS.length));
-    let f = memo[kind];
-    if (!f) {
-      const hits = this.kindHits(kind, r);
-      f = new Array(hits.length);
-      for (let n = 0; n < hits.length; n++) f[n] = findingOf(hits[n], r.leaves);
-      memo[kind] = f;
-    }
-    return f;
   }
 
   /** The first finding of one PII kind over `root` (what data_restriction reports), its path built only for it; undefined: none. */
