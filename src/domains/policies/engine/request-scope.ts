@@ -49,12 +49,50 @@ type RawCategory = ReadonlyArray<readonly RawLeafFinding[] | undefined>;
  * located leaf by leaf in the order reported and each output classifier category's findings per leaf.
  */
 interface ScanEntry {
-  pii: Array<readonly Finding[] | undefined>;
-  injection?: InjectionAnalysis;
-  hits: Array<readonly LeafHit[] | undefined>;
-  categories: Array<RawCategory | undefined>;
-  /** Per detector of custom patterns (a data_restriction policy version), its first finding (null: none); same rule as `hits`. */
-  custom?: Map<PiiDetector, CustomHit | null>;
+  /**
+   * What was computed and found nothing, one bit each: PII kind k scanned (bit k), located (bit 8 +
+   * k), category c (bit 16 + c). Most texts find nothing: their entry then holds no list at all (an
+   * entry lives until evicted, so its size is paid on every miss: see "Fourth pass" in
+   * docs/decisions.md); the lists below are made for the first result with a finding.
+   */
+  none: number;
+  pii: Array<readonly Finding[] | undefined> | undefined;
+  hits: Array<readonly LeafHit[] | undefined> | undefined;
+  categories: Array<RawCategory | undefined> | undefined;
+  injection: InjectionAnalysis | undefined;
+  /** Per detector of custom patterns (a data_restriction policy version), its first finding (null: none), as pairs (fewer bytes than a Map for the few such policies); same rule as `hits`. */
+  custom: Array<PiiDetector | CustomHit | null> | undefined;
+}
+
+const HITS_BIT = 8;
+const CATEGORY_BIT = 16;
+
+/** Kind k's raw findings kept in the entry, or undefined: not scanned yet. */
+const rawOf = (e: ScanEntry, k: number): readonly Finding[] | undefined => e.pii?.[k] ?? ((e.none >>> k) & 1 ? NO_FINDINGS : undefined);
+/** Kind k's findings located leaf by leaf kept in the entry, or undefined. */
+const hitsOf = (e: ScanEntry, k: number): readonly LeafHit[] | undefined => e.hits?.[k] ?? ((e.none >>> (HITS_BIT + k)) & 1 ? NO_HITS : undefined);
+/** Category c's findings per leaf kept in the entry, or undefined. */
+const categoryOf = (e: ScanEntry, c: number): RawCategory | undefined => e.categories?.[c] ?? ((e.none >>> (CATEGORY_BIT + c)) & 1 ? NO_LEAVES : undefined);
+
+/** The first finding kept for `detector` in an entry's pairs, or undefined: not scanned yet. */
+function customOf(pairs: ReadonlyArray<PiiDetector | CustomHit | null>, detector: PiiDetector): CustomHit | null | undefined {
+  for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === detector) return pairs[i + 1] as CustomHit | null;
+  return undefined;
+}
+
+function keepRaw(e: ScanEntry, k: number, found: readonly Finding[]): void {
+  if (found.length === 0) e.none |= 1 << k;
+  else (e.pii ??= new Array(PII_KINDS.length))[k] = found;
+}
+
+function keepHits(e: ScanEntry, k: number, hits: readonly LeafHit[]): void {
+  if (hits.length === 0) e.none |= 1 << (HITS_BIT + k);
+  else (e.hits ??= new Array(PII_KINDS.length))[k] = hits;
+}
+
+function keepCategory(e: ScanEntry, c: number, raw: RawCategory): void {
+  if (raw === NO_LEAVES) e.none |= 1 << (CATEGORY_BIT + c);
+  else (e.categories ??= new Array(LEAF_CATEGORY_COUNT))[c] = raw;
 }
 
 /** The first finding of a detector of custom patterns, located in its leaf. */
@@ -83,6 +121,7 @@ interface RootState {
 
 const KIND_INDEX = new Map<PiiKind, number>(PII_KINDS.map((k, i) => [k, i]));
 const CATEGORY_INDEX: Readonly<Record<LeafCategory, number>> = { pii: 0, secrets: 1, profanity: 2, url: 3, code: 4 };
+const LEAF_CATEGORY_COUNT = 5;
 
 /** The index of a PII kind for `RequestScope.firstPii` (looked up once per policy version, not per request). */
 export const piiKindIndex = (kind: PiiKind): number => KIND_INDEX.get(kind)!;
@@ -93,7 +132,7 @@ const NO_LEAVES: RawCategory = [];
 const noCue = (truncated: boolean): InjectionResult => Object.freeze({ score: 0, top: null, findings: Object.freeze([]) as unknown as Finding[], truncated });
 const NO_CUE = noCue(false);
 const NO_CUE_TRUNCATED = noCue(true);
-const newEntry = (): ScanEntry => ({ pii: [], hits: [], categories: [] });
+const newEntry = (): ScanEntry => ({ none: 0, pii: undefined, hits: undefined, categories: undefined, injection: undefined, custom: undefined });
 
 /** One single-kind detector per PII kind, shared by every policy (compiled at load). */
 const KIND_DETECTORS: PiiDetector[] = PII_KINDS.map((kind) => compilePiiDetector({ detect: [kind] }));
@@ -214,10 +253,10 @@ export class RequestScope implements LeafSource {
     const r = this.root(root);
     const { leaves } = r;
     const entry = r.entry !== undefined && this.shared(r) ? r.entry : undefined;
-    let hit = entry?.custom?.get(detector);
+    let hit = entry?.custom ? customOf(entry.custom, detector) : undefined;
     if (hit === undefined) {
       hit = firstCustomHit(detector, leaves.texts);
-      if (entry) (entry.custom ??= new Map()).set(detector, hit);
+      if (entry) (entry.custom ??= []).push(detector, hit);
     }
     // Its path is built now, only for a match (walk.ts builds paths on demand).
     return hit === null ? undefined : { code: 'pii.custom', path: leaves.path(hit.leaf), start: hit.start, end: hit.end, score: hit.score, pattern: hit.pattern };
@@ -227,10 +266,10 @@ export class RequestScope implements LeafSource {
   private kindHits(k: number, r: RootState): readonly LeafHit[] {
     const entry = this.joined(r);
     const shared = this.shared(r);
-    let hits = shared ? entry.hits[k] : r.hits?.[k];
+    let hits = shared ? hitsOf(entry, k) : r.hits?.[k];
     if (hits) return hits;
     hits = this.locate(k, r, entry);
-    if (shared) entry.hits[k] = hits;
+    if (shared) keepHits(entry, k, hits);
     else (r.hits ??= new Array(PII_KINDS.length))[k] = hits;
     return hits;
   }
@@ -238,12 +277,12 @@ export class RequestScope implements LeafSource {
   /** Scans one kind over the joined text (or takes the entry's raw findings) and maps each finding back to its leaf. */
   private locate(k: number, r: RootState, entry: ScanEntry): readonly LeafHit[] {
     const text = r.text!;
-    let raw = entry.pii[k];
+    let raw = rawOf(entry, k);
     if (!raw) {
       const found: Finding[] = [];
       KIND_DETECTORS[k].scanText(text, '', found, undefined, (r.signals ??= textSignals(text)));
-      // Most kinds find nothing: the entry (kept until evicted) holds one shared empty list for them.
-      entry.pii[k] = raw = found.length === 0 ? NO_FINDINGS : found;
+      keepRaw(entry, k, found);
+      raw = found;
     }
     if (raw.length === 0) return NO_HITS;
     const { texts } = r.leaves;
@@ -320,12 +359,12 @@ export class RequestScope implements LeafSource {
     const r = this.root('output');
     const entry = this.joined(r);
     const shared = this.shared(r);
-    let raw = shared ? entry.categories[k] : this.ownCategories?.[k];
+    let raw = shared ? categoryOf(entry, k) : this.ownCategories?.[k];
     if (raw) return raw;
     const { texts } = r.leaves;
     const computed = (c === 'pii' || c === 'secrets' ? this.kindsByLeaf(CATEGORY_KINDS[c], r) : null) ?? texts.map((t) => rawLeafFindings(c, t));
     raw = computed.every((l) => l === undefined || l.length === 0) ? NO_LEAVES : computed;
-    if (shared) entry.categories[k] = raw;
+    if (shared) keepCategory(entry, k, raw);
     else (this.ownCategories ??= [])[k] = raw;
     return raw;
   }
