@@ -17,12 +17,13 @@ import { LRUCache } from 'lru-cache';
 /**
  * The shortest text cached. It was 512 when each detector had its own entry; one entry per root now
  * holds every PII kind, the injection analysis and the output categories, and on a short text those
- * scans cost far more than the digest. Measured (`BENCH_CROSSOVER=1 npm run bench:enforce-engine`,
- * bench/README.md): the 14 scanning policies of the benchmark on an output of 16 to 128 characters
- * cost ~8-9 µs CPU scanned, ~3 on a hit, ~1.5-2 more on a miss (digest, entry, insert, the entry
- * kept until evicted), so caching pays above ~20-30 % of repeated texts at any of those lengths.
- * Policies that only scan PII kinds gain little on a hit below ~256 characters (break-even above
- * ~60 % of repeats): 64 keeps the shortest texts (a word, a one-line answer) out of the cache.
+ * scans together cost far more than the digest. Measured (`BENCH_CROSSOVER=1 npm run
+ * bench:enforce-engine`, bench/README.md), CPU per decision of an output of 16 to 128 characters:
+ * the benchmark's 14 scanning policies ~6-9 µs scanned, ~2.3 on a hit, 1-2 more than scanned on a
+ * miss (digest, entry, insert, the entry kept until evicted): caching pays from ~10-35 % of repeated
+ * texts, at every length (the crossover is below 16 characters). Its 8 data_restriction policies
+ * alone: below 64 characters a hit costs more than the scan (the digest and lookup), at 64-128 it
+ * pays only from ~70-95 % of repeats, at 256 from ~50 %. 64 keeps those shortest texts out.
  */
 export const SCAN_CACHE_MIN_CHARS = 64;
 export const SCAN_CACHE_MAX_CHARS = 256 * 1024;
