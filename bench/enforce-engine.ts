@@ -7,6 +7,7 @@
  * grants and window counters from memory), as the route's caches do on a hit. The decision is timed
  * twice: on new text at every call (the scan cache misses: the target is for this path) and on the
  * same request again and again (the cache hits, as an agent resending its conversation).
+ * With BENCH_CROSSOVER=1, then the scan cache's crossover by text length (see `crossover`).
  * Usage: npm run bench:enforce-engine. Figures in bench/README.md.
  */
 import { availableParallelism, loadavg } from 'node:os';
@@ -14,7 +15,8 @@ import { getHeapStatistics } from 'node:v8';
 import { enforceRequestSchema, type EnforceRequest } from '../src/domains/policies/enforce-schemas.js';
 import { compileAll, createHttpValidator, decide, type EngineContext, type PolicyDefinition } from '../src/domains/policies/engine/index.js';
 import type { PolicyType } from '../src/domains/policies/rules.js';
-import { resetScanCache, scanCacheStats } from '../src/domains/policies/detectors/scan-cache.js';
+import { resetScanCache, SCAN_CACHE_MIN_CHARS, scanCacheStats } from '../src/domains/policies/detectors/scan-cache.js';
+import { conversation } from './conversation.js';
 import { enforceBody, POLICIES } from './enforce-policies.js';
 
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 20_000);
@@ -152,8 +154,58 @@ const noScans = ALL.filter((p) => !['injection_scan', 'output_classifier', 'data
 const noScansCompiled = compileAll(noScans);
 row(`decide: without scanning types (${noScans.length})`, measure(() => decide(noScansCompiled, request, ctx)));
 const rate = (st: { hits: number; misses: number }) => `${st.hits} hits, ${st.misses} misses`;
-console.log(`scan cache: miss run ${rate(missStats)}; hit run ${rate(hitStats)} (one entry per root text of 512+ characters: its PII kinds and its injection analysis)`);
+console.log(`scan cache: miss run ${rate(missStats)}; hit run ${rate(hitStats)} (one entry per root text of ${SCAN_CACHE_MIN_CHARS}+ characters: its PII kinds, injection analysis and output categories)`);
 console.log(`load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${availableParallelism()} cores (a p99 far above p50 is mostly the process being descheduled)`);
 console.log(`enforce-engine p99 (cache miss): ${full.p99.toFixed(0)} µs wall, ${full.cpu99.toFixed(0)} µs CPU (target < 250); p50 ${full.p50.toFixed(0)} µs, ratio to baseline ${(full.p50 / baseline.p50).toFixed(1)}`);
 console.log(`enforce-engine p99 (cache hit): ${hit.p99.toFixed(0)} µs wall, ${hit.cpu99.toFixed(0)} µs CPU; p50 ${hit.p50.toFixed(0)} µs`);
 console.log(`allocated per decision (JS heap, median of batches of 100): cache hit ${(hitBytes / 1024).toFixed(1)} KB, cache miss ${(missBytes / 1024).toFixed(1)} KB`);
+
+/**
+ * The scan cache's crossover (SCAN_CACHE_MIN_CHARS, scan-cache.ts): the 14 scanning policies (and
+ * the 8 data_restriction ones alone) deciding a request whose only text is an `output` of L
+ * characters, in CPU µs per decision (least of three batches of BENCH_ITERATIONS): with the cache
+ * off (every text scanned), on a hit (the same text again), on a miss (new text of the same length:
+ * the scans plus the digest, the entry and its insert). Caching texts of that length pays when the
+ * share of repeated texts is above miss overhead / (hit saving + miss overhead).
+ */
+function crossover(): void {
+  const prose = conversation(4000).map((m) => m.content).join(' ');
+  const batches = (fn: (i: number) => unknown): number => {
+    for (let i = 0; i < WARMUP; i++) fn(ITERATIONS + i);
+    let best = Infinity;
+    for (let b = 0; b < 3; b++) {
+      const c0 = process.cpuUsage();
+      for (let i = 0; i < ITERATIONS; i++) fn(i);
+      const c = process.cpuUsage(c0);
+      best = Math.min(best, (c.user + c.system) / ITERATIONS);
+    }
+    return best;
+  };
+  const sets: Array<[string, PolicyDefinition[]]> = [
+    ['scanning types (14)', ALL.filter((p) => ['data_restriction', 'injection_scan', 'output_classifier'].includes(p.policyType))],
+    ['data_restriction alone (8)', ALL.filter((p) => p.policyType === 'data_restriction')],
+  ];
+  console.log(`scan cache crossover (CPU µs per decision, output of L characters only; SCAN_CACHE_MIN_CHARS ${SCAN_CACHE_MIN_CHARS}):`);
+  console.log(`${'policies'.padEnd(28)}${'L'.padStart(5)}${'off'.padStart(8)}${'hit'.padStart(8)}${'miss'.padStart(8)}   break-even share of repeats`);
+  for (const [name, defs] of sets) {
+    const c = compileAll(defs);
+    for (const L of [16, 32, 64, 128, 256, 512]) {
+      const text = prose.slice(0, L);
+      // New text of the same length at every call: a counter in front.
+      const fresh = Array.from({ length: ITERATIONS + WARMUP }, (_, i) => ({ ...request, input: undefined, output: `${i} ${text}`.slice(0, L) }));
+      const same = { ...request, input: undefined, output: text };
+      resetScanCache(false);
+      const off = batches((i) => decide(c, fresh[i], ctx));
+      resetScanCache(true, 1); // every length cached, whatever SCAN_CACHE_MIN_CHARS says
+      const miss = batches((i) => decide(c, fresh[i], ctx));
+      resetScanCache(true, 1);
+      const hitCost = batches(() => decide(c, same, ctx));
+      const saving = off - hitCost;
+      const overhead = miss - off;
+      const share = saving <= 0 ? 'never' : `${Math.round((100 * Math.max(0, overhead)) / (saving + Math.max(0, overhead)))} %`;
+      console.log(`${name.padEnd(28)}${String(L).padStart(5)}${off.toFixed(2).padStart(8)}${hitCost.toFixed(2).padStart(8)}${miss.toFixed(2).padStart(8)}   ${share}`);
+    }
+  }
+  resetScanCache();
+}
+if (process.env.BENCH_CROSSOVER === '1') crossover();

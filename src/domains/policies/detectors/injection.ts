@@ -264,8 +264,14 @@ export type InjectionAnalysis = ReturnType<typeof analyse>;
 /** Answers the analysis of the joined text `join()` answers: `analyseJoined` of it, or a copy kept for the same text (scan-cache.ts). */
 export type CachedAnalysis = (join: () => string) => InjectionAnalysis;
 
+/** The analysis of a text with no cue: one shared object, so that the scan-cache entries of most texts hold no analysis of their own. */
+const NO_CUES: InjectionAnalysis = Object.freeze({ score: 0, hits: Object.freeze([]) as unknown as Hit[] });
+
 /** The analysis of a joined text (what scanInjectionLeaves maps back to the leaves). */
-export const analyseJoined = (joined: string): InjectionAnalysis => analyse(joined);
+export function analyseJoined(joined: string): InjectionAnalysis {
+  const a = analyse(joined);
+  return a.hits.length === 0 && a.score === 0 ? NO_CUES : a;
+}
 
 /**
  * Scores string leaves (collectStrings within INJECTION_CAPS). They are joined with blank lines and
@@ -278,10 +284,19 @@ export function scanInjectionLeaves(leaves: Leaves, cached?: CachedAnalysis): In
   if (texts.length === 0) return { score: 0, top: null, findings: [], truncated };
   // The score depends on the joined text alone, so a repeated text may be scored once (scan-cache.ts);
   // the text is joined only when the caller's key needs it or the analysis runs.
-  const { score, hits } = cached ? cached(() => texts.join('\n\n')) : analyse(texts.join('\n\n'));
+  return leavesResult(leaves, cached ? cached(() => texts.join(LEAF_GAP)) : analyse(texts.join(LEAF_GAP)));
+}
+
+/** What joins the leaves into the one text the analysis reads (a blank line: no cue crosses it). */
+export const LEAF_GAP = '\n\n';
+
+/** The result for `leaves` (at least one) of the analysis of their texts joined by LEAF_GAP: each finding mapped back to its leaf's path and offsets. */
+export function leavesResult(leaves: Leaves, analysis: InjectionAnalysis): InjectionResult {
+  const { texts, truncated } = leaves;
+  const { score, hits } = analysis;
   // Most texts hold no cue: the leaves' offsets are computed only to map findings back.
   if (hits.length === 0) return { score, top: null, findings: [], truncated };
-  const starts = leafStarts(texts, 2);
+  const starts = leafStarts(texts, LEAF_GAP.length);
   const findings = hits
     .slice()
     .sort((a, b) => b.weight - a.weight)
@@ -306,5 +321,5 @@ export function scanInjection(value: unknown, root: string, caps: WalkCaps = INJ
 
 /** The analysis of `joined` through the scan cache under `scope` (an agent id) and the text's digest, when the text is of cacheable size. */
 export function cachedByText(scope: string, joined: string): InjectionAnalysis {
-  return worthCaching(joined.length) ? cachedScan(`${scope}:injection:${textDigest(joined)}`, () => analyse(joined)) : analyse(joined);
+  return worthCaching(joined.length) ? cachedScan(`${scope}:injection:${textDigest(joined)}`, () => analyseJoined(joined)) : analyse(joined);
 }

@@ -83,36 +83,43 @@ export const CATEGORY_KINDS: Readonly<Record<'pii' | 'secrets', readonly PiiKind
 /** A finding of one category in one leaf, without its code (`output.<category>`). */
 export type LeafFinding = Omit<Finding, 'code'>;
 
-/** Where a classifier takes the findings of a category in leaf number `leaf`: leafFindings, or the engine's copy. */
-export type LeafSource = (category: LeafCategory, leaf: number) => readonly LeafFinding[];
+/** Where a classifier takes its findings: leafFindings and its own injection scan, or the engine's copies (an object, not closures made per call). */
+export interface LeafSource {
+  /** The findings of `category` in leaf number `leaf`. */
+  leafCategory(category: LeafCategory, leaf: number): readonly LeafFinding[];
+  /** The injection scan of the whole output (the injection category). */
+  outputInjection(): InjectionResult;
+}
 
 export interface OutputClassifier {
   /** `injection` scans for the injection category; the engine passes its per-request memo so one scan serves every policy. */
   classify(value: unknown, root?: string, injection?: (value: unknown, root: string) => InjectionResult): OutputClassification;
-  /** The same over leaves already collected (collectStrings, DEFAULT_CAPS), each category's findings per leaf from `source`. */
-  classifyLeaves(leaves: Leaves, source: LeafSource, injection: () => InjectionResult): OutputClassification;
+  /** The same over leaves already collected (collectStrings, DEFAULT_CAPS), each category's findings per leaf and the injection scan from `source`. */
+  classifyLeaves(leaves: Leaves, source: LeafSource): OutputClassification;
 }
 
 const NONE: readonly LeafFinding[] = [];
 const CODES: Readonly<Record<OutputCategory, string>> = { pii: 'output.pii', secrets: 'output.secrets', profanity: 'output.profanity', url: 'output.url', code: 'output.code', injection: 'output.injection' };
 const KIND_DETECTORS = { pii: compilePiiDetector({ detect: CATEGORY_KINDS.pii }), secrets: compilePiiDetector({ detect: CATEGORY_KINDS.secrets }) };
 
-/** The findings of `category` in leaf `i` of `leaves`, in the order the classifier lists them (the leaf's path built only for a finding). */
-export function leafFindings(category: LeafCategory, leaves: Leaves, i: number): readonly LeafFinding[] {
-  const text = leaves.texts[i];
-  const out: LeafFinding[] = [];
+/** A leaf finding before its path is set: what depends on the leaf's text alone (the engine's scan cache keeps these). */
+export type RawLeafFinding = Omit<LeafFinding, 'path'>;
+
+/** The findings of `category` in the text of one leaf, in the order the classifier lists them, without their path. */
+export function rawLeafFindings(category: LeafCategory, text: string): readonly RawLeafFinding[] {
+  const out: RawLeafFinding[] = [];
   switch (category) {
     case 'pii':
     case 'secrets': {
       const found: Finding[] = [];
       KIND_DETECTORS[category].scanText(text, '', found);
-      for (const f of found) out.push({ path: leaves.path(i), start: f.start, end: f.end, score: f.score, kind: f.code });
+      for (const f of found) out.push({ start: f.start, end: f.end, score: f.score, kind: f.code });
       break;
     }
     case 'profanity': {
       PROFANITY.lastIndex = 0;
       const t = unleet(text); // same length: leet characters are replaced one for one
-      for (let m = PROFANITY.exec(t); m; m = PROFANITY.exec(t)) out.push({ path: leaves.path(i), start: m.index, end: m.index + m[0].length, score: 0.9, kind: 'profanity' });
+      for (let m = PROFANITY.exec(t); m; m = PROFANITY.exec(t)) out.push({ start: m.index, end: m.index + m[0].length, score: 0.9, kind: 'profanity' });
       break;
     }
     case 'url': {
@@ -120,14 +127,14 @@ export function leafFindings(category: LeafCategory, leaves: Leaves, i: number):
       for (let m = URL.exec(text); m; m = URL.exec(text)) {
         let end = m.index + m[0].length;
         while (end > m.index && '.,;:!?'.includes(text[end - 1])) end--; // sentence punctuation is not part of the address
-        out.push({ path: leaves.path(i), start: m.index, end, score: 1, kind: 'url' });
+        out.push({ start: m.index, end, score: 1, kind: 'url' });
       }
       break;
     }
     case 'code': {
       FENCE.lastIndex = 0;
       const fence = FENCE.exec(text);
-      if (fence) out.push({ path: leaves.path(i), start: fence.index, end: text.length, score: 0.9, kind: 'fenced' });
+      if (fence) out.push({ start: fence.index, end: text.length, score: 0.9, kind: 'fenced' });
       else {
         CODE_LINE.lastIndex = 0;
         const lines: RegExpExecArray[] = [];
@@ -135,7 +142,7 @@ export function leafFindings(category: LeafCategory, leaves: Leaves, i: number):
           if (m[0].length === 0) CODE_LINE.lastIndex++;
           else lines.push(m);
         }
-        if (lines.length >= 2) out.push({ path: leaves.path(i), start: lines[0].index, end: lines[lines.length - 1].index + lines[lines.length - 1][0].length, score: lines.length >= 3 ? 0.8 : 0.6, kind: 'lines' });
+        if (lines.length >= 2) out.push({ start: lines[0].index, end: lines[lines.length - 1].index + lines[lines.length - 1][0].length, score: lines.length >= 3 ? 0.8 : 0.6, kind: 'lines' });
       }
       break;
     }
@@ -143,27 +150,47 @@ export function leafFindings(category: LeafCategory, leaves: Leaves, i: number):
   return out.length === 0 ? NONE : out;
 }
 
+/** Raw leaf findings with the path of the leaf they lie in (the same keys in the same order as a finding scanned with its path). */
+export function withPath(raw: readonly RawLeafFinding[], path: string): LeafFinding[] {
+  const out: LeafFinding[] = new Array(raw.length);
+  for (let k = 0; k < raw.length; k++) {
+    const x = raw[k];
+    out[k] = { path, start: x.start, end: x.end, score: x.score, kind: x.kind };
+  }
+  return out;
+}
+
+/** The findings of `category` in leaf `i` of `leaves`, in the order the classifier lists them (the leaf's path built only for a finding). */
+export function leafFindings(category: LeafCategory, leaves: Leaves, i: number): readonly LeafFinding[] {
+  const raw = rawLeafFindings(category, leaves.texts[i]);
+  return raw.length === 0 ? NONE : withPath(raw, leaves.path(i));
+}
+
+const nothing = (truncated: boolean): OutputClassification => Object.freeze({ findings: Object.freeze([]) as unknown as Finding[], categories: Object.freeze([]) as unknown as OutputCategory[], truncated });
+const NOTHING = nothing(false);
+const NOTHING_TRUNCATED = nothing(true);
+
 /** Compiles a classifier for the chosen categories (once per policy version). */
 export function compileOutputClassifier(categories: readonly OutputCategory[], caps: WalkCaps = DEFAULT_CAPS): OutputClassifier {
   const want = new Set(categories);
   const perLeaf = LEAF_CATEGORIES.filter((c) => want.has(c));
 
-  const classifyLeaves = (leaves: Leaves, source: LeafSource, injection: () => InjectionResult): OutputClassification => {
+  const classifyLeaves = (leaves: Leaves, source: LeafSource): OutputClassification => {
     const findings: Finding[] = [];
     // Past MAX_FINDINGS nothing more is listed, so the remaining leaves need not be asked.
     for (let i = 0; i < leaves.texts.length && findings.length < MAX_FINDINGS; i++) {
       for (const c of perLeaf) {
-        const found = source(c, i);
+        const found = source.leafCategory(c, i);
         for (let k = 0; k < found.length && findings.length < MAX_FINDINGS; k++) findings.push({ code: CODES[c], ...found[k] });
       }
     }
     if (want.has('injection')) {
-      const r = injection();
+      const r = source.outputInjection();
       if (r.top && r.score >= RECOMMENDED_THRESHOLD && findings.length < MAX_FINDINGS)
         findings.push({ code: CODES.injection, path: r.top.path, start: r.top.start, end: r.top.end, score: r.score, kind: r.top.code });
     }
-    // The usual answer, nothing found, without the set of categories.
-    if (findings.length === 0) return { findings, categories: [], truncated: leaves.truncated };
+    // The usual answer, nothing found: one shared (frozen) answer, without the set of categories.
+    if (findings.length === 0) return leaves.truncated ? NOTHING_TRUNCATED : NOTHING;
     const found = new Set(findings.map((f) => f.code.slice('output.'.length) as OutputCategory));
     return { findings, categories: categories.filter((c) => found.has(c)), truncated: leaves.truncated || findings.length >= MAX_FINDINGS };
   };
@@ -172,7 +199,7 @@ export function compileOutputClassifier(categories: readonly OutputCategory[], c
     classifyLeaves,
     classify(value, root = 'output', injection = scanInjection) {
       const leaves = collectStrings(value, root, caps);
-      return classifyLeaves(leaves, (c, i) => leafFindings(c, leaves, i), () => injection(value, root));
+      return classifyLeaves(leaves, { leafCategory: (c, i) => leafFindings(c, leaves, i), outputInjection: () => injection(value, root) });
     },
   };
 }

@@ -29,9 +29,11 @@ export interface Leaves {
 /**
  * Leaves whose paths are built only when asked (docs/decisions.md, "Detector speed"): paths serve
  * findings' evidence only, and most requests have no finding, so the walk keeps just the texts. The
- * first path asked walks the value again (same caps, so the same leaves) recording, per leaf and per
- * object or array, its parent's index and its key; a path is then joined from that chain, its
- * parent's path kept for its siblings. The value is the request's, never changed during a decision.
+ * first two paths asked are each found by a walk that stops at their leaf (`seekPath`, same caps and
+ * order, so the same numbering), keeping only the keys on the way; a third walks the value again
+ * recording, per leaf and per object or array, its parent's index and its key, and every later path
+ * is joined from that chain, its parent's path kept for its siblings. The value is the request's,
+ * never changed during a decision.
  */
 class WalkedLeaves implements Leaves {
   readonly texts: string[] = [];
@@ -43,6 +45,8 @@ class WalkedLeaves implements Leaves {
   private nodeLinks?: Array<number | string>;
   private leafPaths?: string[];
   private nodePaths?: string[];
+  /** Paths found by a walk that stops at their leaf (`seekPath`): leaf, path, leaf, path (a list of pairs, not an array as long as the leaves). */
+  private sought?: Array<number | string>;
 
   constructor(
     private readonly value: unknown,
@@ -53,6 +57,15 @@ class WalkedLeaves implements Leaves {
   path(i: number): string {
     // A leaf that does not exist has no chain to follow (the join would recurse without end).
     if (!(i >= 0 && i < this.texts.length)) throw new RangeError(`no leaf ${i} (${this.texts.length} leaves)`);
+    const sought = this.sought;
+    if (sought) for (let k = 0; k < sought.length; k += 2) if (sought[k] === i) return sought[k + 1] as string;
+    if (!this.leafLinks && (sought === undefined || sought.length < 2 * SEEKS)) {
+      // A decision usually reports findings of one or two leaves: a walk that stops at the leaf and
+      // keeps only its keys costs less than recording every leaf's and container's link.
+      const path = seekPath(this.value, this.root, this.caps, i);
+      (this.sought ??= []).push(i, path);
+      return path;
+    }
     if (!this.leafLinks) {
       const w = walkOf(this.caps, null, (this.leafLinks = []), (this.nodeLinks = []));
       if (this.value !== undefined) go(w, this.value, -1, '', 0);
@@ -118,6 +131,55 @@ function go(w: Walk, v: unknown, parent: number, key: number | string, depth: nu
       }
     }
   }
+}
+
+/** How many paths a Leaves finds by `seekPath` before it records every link in one walk. */
+const SEEKS = 2;
+
+/** The state of a walk that stops at leaf number `target`: `go`'s caps and counts, and the keys on the way back. */
+interface Seek {
+  target: number;
+  leaf: number;
+  chars: number;
+  nodes: number;
+  maxDepth: number;
+  /** The keys from the leaf up to the root's child (filled on the way back once the leaf is reached). */
+  keys: Array<number | string>;
+}
+
+/**
+ * Visits `v` as `go` does (the same caps, counts and order, so the same leaves and numbering) until
+ * leaf `s.target`: true once reached, its keys then pushed on the way back.
+ */
+function seek(s: Seek, v: unknown, depth: number): boolean {
+  if (s.chars <= 0 || s.nodes <= 0) return false;
+  s.nodes--;
+  if (typeof v === 'string') {
+    if (v.length === 0) return false;
+    if (s.leaf++ === s.target) return true;
+    s.chars -= v.length > s.chars ? s.chars : v.length;
+  } else if (typeof v === 'number') {
+    if (Number.isInteger(v) && Math.abs(v) >= 1e8) return seek(s, String(Math.abs(v)), depth);
+  } else if (v !== null && typeof v === 'object') {
+    if (depth >= s.maxDepth) return false;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) if (seek(s, v[i], depth + 1)) return s.keys.push(i) > 0;
+    } else {
+      for (const k in v as Record<string, unknown>) {
+        if (Object.prototype.hasOwnProperty.call(v, k) && seek(s, (v as Record<string, unknown>)[k], depth + 1)) return s.keys.push(k) > 0;
+      }
+    }
+  }
+  return false;
+}
+
+/** The dotted path of leaf `i` of `value` (an existing leaf of collectStrings with the same caps), by a walk that stops there. */
+function seekPath(value: unknown, root: string, caps: WalkCaps, i: number): string {
+  const s: Seek = { target: i, leaf: 0, chars: caps.maxChars, nodes: caps.maxNodes, maxDepth: caps.maxDepth, keys: [] };
+  if (value === undefined || !seek(s, value, 0)) throw new RangeError(`no leaf ${i}`);
+  let path = root;
+  for (let k = s.keys.length - 1; k >= 0; k--) path += `.${s.keys[k]}`;
+  return path;
 }
 
 /** The string leaves of `value` (whose field is named `root`) within `caps`. */

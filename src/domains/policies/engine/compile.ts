@@ -51,23 +51,18 @@ function accessControl(r: RuleDefinition<'access_control'>): Evaluate {
 function dataRestriction(r: RuleDefinition<'data_restriction'>): Evaluate {
   const custom = r.patterns?.length ? compilePiiDetector({ detect: [], patterns: r.patterns }) : null;
   const where = roots(r.scope);
-  const kinds = r.detect.map((kind) => ({ kind, index: piiKindIndex(kind) }));
+  const kinds = r.detect;
+  const indexes = kinds.map(piiKindIndex);
   return (s) => {
-    for (const root of where) {
-      for (const { kind, index } of kinds) {
-        const f = s.pii(index, root)[0];
-        if (f) return [{ code: f.code, message: `Detected ${kind} in ${f.path}`, evidence: evidence(f) }];
+    // Indexed loops: this runs for every data_restriction policy of every decision (no iterator objects).
+    for (let w = 0; w < where.length; w++) {
+      const root = where[w];
+      for (let k = 0; k < indexes.length; k++) {
+        const f = s.firstPii(indexes[k], root);
+        if (f) return [{ code: f.code, message: `Detected ${kinds[k]} in ${f.path}`, evidence: evidence(f) }];
       }
       if (custom) {
-        const found: Finding[] = [];
-        const leaves = s.leaves(root);
-        const { texts } = leaves;
-        const budget = { custom: 64 * 1024 };
-        let i = 0;
-        for (; i < texts.length && found.length === 0 && budget.custom > 0; i++) custom.scanText(texts[i], '', found, budget);
-        const f = found[0];
-        // Found in the leaf just scanned: its path is built now, only for a match (walk.ts builds paths on demand).
-        if (f) f.path = leaves.path(i - 1);
+        const f = s.firstCustom(custom, root);
         if (f) return [{ code: 'pii.custom', message: `Matched custom pattern ${f.pattern ?? 0} in ${f.path}`, evidence: evidence(f) }];
       }
     }

@@ -26,7 +26,38 @@ interface State extends EngineReport {
   events: EngineEvent[];
   errors: PolicyError[];
   approvals: AccessGrantRequest[];
-  evaluated: string[];
+  /** Ids of the policies evaluated so far: `shared` while they are its first `count`, else a list of this decision's own. */
+  evaluated: string[] | null;
+  shared: readonly string[] | null;
+  count: number;
+}
+
+/**
+ * Per compiled list (the route keeps one per organization and policy snapshot), the ids of its active
+ * policies when none is scoped to agents or environments (null otherwise): every decision over it
+ * then evaluates exactly those, in that order, and answers this one frozen list rather than building
+ * its own of ~50 ids. `run` checks each id against it as it goes and falls back to its own list on
+ * the first difference (a list changed in place), so the answer is the ids evaluated in any case.
+ */
+const UNSCOPED = new WeakMap<readonly CompiledPolicy[], readonly string[] | null>();
+
+function unscopedIds(policies: readonly CompiledPolicy[]): readonly string[] | null {
+  let ids = UNSCOPED.get(policies);
+  if (ids === undefined) {
+    ids = policies.every((p) => p.def.agentId === null && !p.agents && !p.environments) ? Object.freeze(policies.filter((p) => p.def.isActive).map((p) => p.def.id)) : null;
+    UNSCOPED.set(policies, ids);
+  }
+  return ids;
+}
+
+/** Notes policy `id` as evaluated. */
+function evaluated(st: State, id: string): void {
+  const n = st.count++;
+  if (st.evaluated) st.evaluated.push(id);
+  else if (st.shared![n] !== id) {
+    st.evaluated = st.shared!.slice(0, n);
+    st.evaluated.push(id);
+  }
 }
 
 const KILL_SWITCH = { policyId: null, policyName: 'Kill switch', policyType: 'kill_switch', enforcementMode: 'block' as const };
@@ -93,8 +124,8 @@ function finish(st: State): Decision {
     allowed: decision === 'allow',
     violations: st.violations,
     warnings: st.warnings,
-    evaluatedPolicies: st.evaluated.length,
-    evaluatedPolicyIds: st.evaluated,
+    evaluatedPolicies: st.count,
+    evaluatedPolicyIds: st.evaluated ?? (st.count === st.shared!.length ? st.shared! : st.shared!.slice(0, st.count)),
     ...(decision === 'require_approval' ? { accessGrantRequest: st.approvals[0] } : {}),
     events: st.events,
     errors: st.errors,
@@ -112,7 +143,7 @@ function run(st: State, from: number): MaybePromise<Decision> {
   for (let i = from; i < policies.length; i++) {
     const p = policies[i];
     if (!inScope(p, agentId, environment)) continue;
-    st.evaluated.push(p.def.id);
+    evaluated(st, p.def.id);
     const out = p.evaluate(scope, ctx, st);
     if (out instanceof Promise) return out.then((m) => resume(st, p, i, limit(p, m, st)));
     if (out.length === 0) continue;
@@ -137,6 +168,7 @@ function resume(st: State, p: CompiledPolicy, i: number, matches: MaybePromise<M
 export function decide(policies: readonly CompiledPolicy[], request: EnforceRequest, ctx: EngineContext): MaybePromise<Decision> {
   const killed = killSwitch(ctx);
   if (killed) return killed;
+  const shared = unscopedIds(policies);
   const st: State = {
     policies,
     scope: new RequestScope(request, ctx.agent),
@@ -147,7 +179,9 @@ export function decide(policies: readonly CompiledPolicy[], request: EnforceRequ
     events: [],
     errors: [],
     approvals: [],
-    evaluated: [],
+    evaluated: shared ? null : [],
+    shared,
+    count: 0,
   };
   return run(st, 0);
 }

@@ -116,8 +116,8 @@ export interface Decision {
   violations: PolicyViolation[];
   warnings: PolicyViolation[];
   evaluatedPolicies: number;
-  /** Ids of the policies evaluated (in scope), in evaluation order: the decision log counts per policy. */
-  evaluatedPolicyIds: string[];
+  /** Ids of the policies evaluated (in scope), in evaluation order: the decision log counts per policy. Read only: decisions over one policy list may share it (decide.ts). */
+  evaluatedPolicyIds: readonly string[];
   accessGrantRequest?: AccessGrantRequest;
   events: EngineEvent[];
   /** Policies that could not be evaluated (never outbox events). */
