@@ -27,7 +27,8 @@ import { LRUCache } from 'lru-cache';
  */
 export const SCAN_CACHE_MIN_CHARS = 64;
 export const SCAN_CACHE_MAX_CHARS = 256 * 1024;
-export const SCAN_CACHE_ENTRIES = 4096;
+/** Entries kept: a request may hold two (input and output), so 8,192 reach ~4,000 requests, as 4,096 did with one (entries are ~1 KB: docs/decisions.md, "Detector speed"). */
+export const SCAN_CACHE_ENTRIES = 8192;
 
 const cache = new LRUCache<string, object>({ max: SCAN_CACHE_ENTRIES });
 const stats = { hits: 0, misses: 0 };
