@@ -4,7 +4,9 @@
  * authenticated route of the same server (same auth, rate limiting and body parsing, a constant
  * answer), in the same run, with autocannon:
  *  1. saturation: requests/s and p50/p99 of each, and their ratio (target >= 0.5);
- *  2. a fixed rate of BENCH_RATE (1,000) requests/s on enforce (autocannon `overallRate`): p99 (target < 10 ms);
+ *  2. a fixed rate of BENCH_RATE (1,000) requests/s on enforce (autocannon `overallRate`): p99 (target < 10 ms),
+ *     then on the bare route at the same rate: the tail the machine itself adds (autocannon, the
+ *     server, PostgreSQL and Redis share its cores);
  *  3. the route's own Server-Timing split (agent read, policy evaluation) over sequential requests;
  *  and what stalled the server during the fixed-rate run (event-loop delay, GC pauses).
  * On PGlite, then on PostgreSQL when DATABASE_URL is set (with Redis when REDIS_URL is set).
@@ -128,11 +130,12 @@ async function bench(label: string, extraEnv: Record<string, string>) {
     await server.stalls();
     const fixed = await run(`enforce at ${RATE}/s`, server, `${base}/api/v1/policies/enforce`, body, headers, { overallRate: RATE });
     const stalls = await server.stalls();
+    const fixedBare = await run(`bare at ${RATE}/s`, server, `${base}/api/v1/bench/bare`, body, headers, { overallRate: RATE });
     console.log('  route'.padEnd(26) + 'req/s'.padStart(9) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9) + 'CPU ms/req'.padStart(12) + 'non-2xx'.padStart(9));
-    for (const r of [enforce, bare, fixed]) console.log(`  ${r.name.padEnd(24)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(9)}${String(r.p99).padStart(9)}${r.cpuPerReq.toFixed(3).padStart(12)}${String(r.non2xx).padStart(9)}`);
+    for (const r of [enforce, bare, fixed, fixedBare]) console.log(`  ${r.name.padEnd(24)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(9)}${String(r.p99).padStart(9)}${r.cpuPerReq.toFixed(3).padStart(12)}${String(r.non2xx).padStart(9)}`);
     const ratio = enforce.rps / bare.rps;
     console.log(`  ratio enforce / bare: ${ratio.toFixed(2)} (target >= 0.5)${ratio >= 0.5 ? '' : '  MISSED'}`);
-    console.log(`  p99 at ${RATE}/s: ${fixed.p99} ms (target < 10 ms)${fixed.p99 < 10 ? '' : '  MISSED'}; achieved ${fixed.rps.toFixed(0)}/s`);
+    console.log(`  p99 at ${RATE}/s: ${fixed.p99} ms (target < 10 ms)${fixed.p99 < 10 ? '' : '  MISSED'}; achieved ${fixed.rps.toFixed(0)}/s; the bare route at the same rate: p99 ${fixedBare.p99} ms`);
     console.log(`  server during the ${RATE}/s run (warm-up included): event-loop delay p99 ${stalls.loopP99Ms} ms, max ${stalls.loopMaxMs} ms; ${stalls.gcCount} GC pauses, ${stalls.gcTotalMs} ms in all, longest ${stalls.gcMaxMs} ms (${stalls.gcMajor} full, longest ${stalls.gcMajorMaxMs} ms); heap ${stalls.heapMb} MB`);
     console.log(`  Server-Timing over 300 sequential requests: ${split.join('; ')}`);
   } finally {
@@ -140,5 +143,6 @@ async function bench(label: string, extraEnv: Record<string, string>) {
   }
 }
 
-await bench('PGlite', { DATABASE_URL: '', REDIS_URL: '' });
+// BENCH_SKIP_PGLITE=1: only the DATABASE_URL run.
+if (!env.BENCH_SKIP_PGLITE) await bench('PGlite', { DATABASE_URL: '', REDIS_URL: '' });
 if (env.DATABASE_URL) await bench(env.REDIS_URL ? 'PostgreSQL + Redis' : 'PostgreSQL', {});
