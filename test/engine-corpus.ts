@@ -15,6 +15,7 @@ import type { EnforceRequest } from '../src/domains/policies/enforce-schemas.js'
 import { compileAll, decide, type Decision, type EngineContext, type PolicyDefinition } from '../src/domains/policies/engine/index.js';
 import { resetScanCache } from '../src/domains/policies/detectors/scan-cache.js';
 import { OUTPUT_CATEGORIES, PII_KINDS } from '../src/domains/policies/rules.js';
+import { policyDefinition } from './policy-definitions.js';
 
 export const FIXTURE = join(import.meta.dirname, 'fixtures', 'engine-decisions.json');
 const AGENT_ID = '11111111-1111-4111-8111-111111111111';
@@ -131,23 +132,7 @@ export function corpusRequests(): EnforceRequest[] {
 let seq = 0;
 function policy(policyType: PolicyDefinition['policyType'], ruleDefinition: unknown, extra: Partial<PolicyDefinition> = {}): PolicyDefinition {
   seq++;
-  return {
-    id: `00000000-0000-4000-8000-${String(seq).padStart(12, '0')}`,
-    name: `${policyType} ${seq}`,
-    policyType,
-    ruleDefinition,
-    enforcementMode: (['block', 'warn', 'monitor'] as const)[seq % 3],
-    isActive: true,
-    appliesToAgents: [],
-    appliesToEnvironments: [],
-    agentId: null,
-    priority: seq,
-    maxRequests: null,
-    timeWindowSeconds: null,
-    severity: 'warning',
-    updatedAt: '2026-11-23T00:00:00.000Z',
-    ...extra,
-  };
+  return policyDefinition(seq, policyType, ruleDefinition, { enforcementMode: (['block', 'warn', 'monitor'] as const)[seq % 3], priority: seq, ...extra });
 }
 
 /** Policies of every scanning type in every scope, plus CEL expressions that fail on some requests. */

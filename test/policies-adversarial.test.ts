@@ -15,6 +15,7 @@ import { resetScanCache } from '../src/domains/policies/detectors/scan-cache.js'
 import { compileAll, createHttpValidator, decide, type EngineContext, type PolicyDefinition } from '../src/domains/policies/engine/index.js';
 import { regexProblem } from '../src/domains/policies/regex-safety.js';
 import { PII_KINDS, type PolicyType } from '../src/domains/policies/rules.js';
+import { policyDefinition } from './policy-definitions.js';
 
 const MB = 1 << 20;
 const SMALL = 100 * 1024;
@@ -67,22 +68,7 @@ function nested(text: string): Record<string, unknown> {
 const PATTERNS = ['[a-z0-9._]{1,64}@[a-z]{1,63}\\.[a-z]{2,10}', '(?:a|ab){1,15}c', '\\d{1,100}-\\d{1,100}x', '(?:[a-z]{1,8} ){1,5}secret', 'eyJ[A-Za-z0-9]{1,500}\\.'];
 
 let n = 0;
-const def = (policyType: PolicyType, ruleDefinition: unknown): PolicyDefinition => ({
-  id: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
-  name: `${policyType} ${n}`,
-  policyType,
-  ruleDefinition,
-  enforcementMode: 'monitor',
-  isActive: true,
-  appliesToAgents: [],
-  appliesToEnvironments: [],
-  agentId: null,
-  priority: n,
-  maxRequests: null,
-  timeWindowSeconds: null,
-  severity: 'warning',
-  updatedAt: '2026-11-23T00:00:00.000Z',
-});
+const def = (policyType: PolicyType, ruleDefinition: unknown): PolicyDefinition => policyDefinition(++n, policyType, ruleDefinition);
 const POLICIES = compileAll([
   def('data_restriction', { detect: PII_KINDS, patterns: PATTERNS, scope: 'both' }),
   def('injection_scan', { threshold: 0.5, scope: 'both' }),

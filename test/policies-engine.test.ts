@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enforceRequestSchema, type EnforceRequest } from '../src/domains/policies/enforce-schemas.js';
 import { compileAll, compilePolicy, createHttpValidator, decide, type Decision, type EngineAgent, type EngineContext, type GrantQuery, type PolicyDefinition } from '../src/domains/policies/engine/index.js';
+import { policyDefinition } from './policy-definitions.js';
 
 const AGENT_ID = '11111111-1111-4111-8111-111111111111';
 const OTHER_AGENT = '22222222-2222-4222-8222-222222222222';
@@ -16,21 +17,7 @@ const CARD = '4111 1111 1111 1111';
 let seq = 0;
 function policy(p: Partial<PolicyDefinition> & Pick<PolicyDefinition, 'policyType' | 'ruleDefinition'>): PolicyDefinition {
   seq++;
-  return {
-    id: `00000000-0000-4000-8000-${String(seq).padStart(12, '0')}`,
-    name: `${p.policyType} ${seq}`,
-    enforcementMode: 'block',
-    isActive: true,
-    appliesToAgents: [],
-    appliesToEnvironments: [],
-    agentId: null,
-    priority: 100,
-    maxRequests: null,
-    timeWindowSeconds: null,
-    severity: 'warning',
-    updatedAt: '2026-11-23T00:00:00.000Z',
-    ...p,
-  };
+  return policyDefinition(seq, p.policyType, p.ruleDefinition, { enforcementMode: 'block', priority: 100, ...p });
 }
 
 interface TestCtx extends EngineContext {

@@ -10,27 +10,13 @@ import type { EnforceRequest } from '../src/domains/policies/enforce-schemas.js'
 import { compileAll, decide, type Decision, type EngineContext, type PolicyDefinition } from '../src/domains/policies/engine/index.js';
 import { resetScanCache, scanCacheStats } from '../src/domains/policies/detectors/scan-cache.js';
 import { collectStrings, type Leaves } from '../src/domains/policies/detectors/walk.js';
+import { policyDefinition } from './policy-definitions.js';
 
 const AGENT_ID = '11111111-1111-4111-8111-111111111111';
 const PAD = 'Quarterly figures were reviewed with the supplier team and nothing unusual came up. '.repeat(8);
 
 let seq = 0;
-const policy = (policyType: PolicyDefinition['policyType'], ruleDefinition: unknown): PolicyDefinition => ({
-  id: `00000000-0000-4000-8000-${String(++seq).padStart(12, '0')}`,
-  name: `${policyType} ${seq}`,
-  policyType,
-  ruleDefinition,
-  enforcementMode: 'monitor',
-  isActive: true,
-  appliesToAgents: [],
-  appliesToEnvironments: [],
-  agentId: null,
-  priority: seq,
-  maxRequests: null,
-  timeWindowSeconds: null,
-  severity: 'warning',
-  updatedAt: '2026-11-23T00:00:00.000Z',
-});
+const policy = (policyType: PolicyDefinition['policyType'], ruleDefinition: unknown): PolicyDefinition => policyDefinition(++seq, policyType, ruleDefinition);
 
 const POLICIES = compileAll([
   policy('data_restriction', { detect: ['email', 'phone', 'credit_card'], scope: 'both' }),
