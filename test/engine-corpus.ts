@@ -15,7 +15,7 @@ import type { EnforceRequest } from '../src/domains/policies/enforce-schemas.js'
 import { compileAll, decide, type Decision, type EngineContext, type PolicyDefinition } from '../src/domains/policies/engine/index.js';
 import { resetScanCache } from '../src/domains/policies/detectors/scan-cache.js';
 import { OUTPUT_CATEGORIES, PII_KINDS } from '../src/domains/policies/rules.js';
-import { policyDefinition } from './policy-definitions.js';
+import { policyDefinition, staticEngineContext } from './policy-definitions.js';
 
 export const FIXTURE = join(import.meta.dirname, 'fixtures', 'engine-decisions.json');
 const AGENT_ID = '11111111-1111-4111-8111-111111111111';
@@ -163,15 +163,7 @@ export function corpusPolicies(): PolicyDefinition[] {
 }
 
 function context(): EngineContext {
-  return {
-    agent: { id: AGENT_ID, status: 'active', environment: 'production', currentMonthCostUsd: 0 },
-    now: () => new Date('2026-11-23T00:00:00Z'),
-    monthSpend: () => 0,
-    qualityAggregate: () => null,
-    liveGrant: () => false,
-    windowHit: () => true,
-    callValidator: () => Promise.reject(new Error('no validator in the corpus')),
-  };
+  return staticEngineContext(AGENT_ID, 'no validator in the corpus');
 }
 
 /**

@@ -10,7 +10,7 @@ import type { EnforceRequest } from '../src/domains/policies/enforce-schemas.js'
 import { compileAll, decide, type Decision, type EngineContext, type PolicyDefinition } from '../src/domains/policies/engine/index.js';
 import { resetScanCache, scanCacheStats } from '../src/domains/policies/detectors/scan-cache.js';
 import { collectStrings, type Leaves } from '../src/domains/policies/detectors/walk.js';
-import { policyDefinition } from './policy-definitions.js';
+import { policyDefinition, staticEngineContext } from './policy-definitions.js';
 
 const AGENT_ID = '11111111-1111-4111-8111-111111111111';
 const PAD = 'Quarterly figures were reviewed with the supplier team and nothing unusual came up. '.repeat(8);
@@ -28,15 +28,7 @@ const POLICIES = compileAll([
   policy('injection_scan', { threshold: 0.4, scope: 'both' }),
 ]);
 
-const ctx: EngineContext = {
-  agent: { id: AGENT_ID, status: 'active', environment: 'production', currentMonthCostUsd: 0 },
-  now: () => new Date('2026-11-23T00:00:00Z'),
-  monthSpend: () => 0,
-  qualityAggregate: () => null,
-  liveGrant: () => false,
-  windowHit: () => true,
-  callValidator: () => Promise.reject(new Error('no validator here')),
-};
+const ctx: EngineContext = staticEngineContext(AGENT_ID, 'no validator here');
 
 const request = (input: unknown, output: unknown): EnforceRequest => ({ agentId: AGENT_ID, action: { type: 'llm_call', name: 'chat' }, input, output }) as EnforceRequest;
 
