@@ -50,6 +50,9 @@ function accessControl(r: RuleDefinition<'access_control'>): Evaluate {
 
 function dataRestriction(r: RuleDefinition<'data_restriction'>): Evaluate {
   const custom = r.patterns?.length ? compilePiiDetector({ detect: [], patterns: r.patterns }) : null;
+  // What the scan-cache entry keeps its first finding under: the patterns themselves, so a recompiled
+  // policy (a change of another field, a dry run) finds what the same patterns found.
+  const customKey = custom ? JSON.stringify(r.patterns) : '';
   const where = roots(r.scope);
   const kinds = r.detect;
   const indexes = kinds.map(piiKindIndex);
@@ -62,7 +65,7 @@ function dataRestriction(r: RuleDefinition<'data_restriction'>): Evaluate {
         if (f) return [{ code: f.code, message: `Detected ${kinds[k]} in ${f.path}`, evidence: evidence(f) }];
       }
       if (custom) {
-        const f = s.firstCustom(custom, root);
+        const f = s.firstCustom(custom, customKey, root);
         if (f) return [{ code: 'pii.custom', message: `Matched custom pattern ${f.pattern ?? 0} in ${f.path}`, evidence: evidence(f) }];
       }
     }

@@ -60,8 +60,11 @@ interface ScanEntry {
   hits: Array<readonly LeafHit[] | undefined> | undefined;
   categories: Array<RawCategory | undefined> | undefined;
   injection: InjectionAnalysis | undefined;
-  /** Per detector of custom patterns (a data_restriction policy version), its first finding (null: none), as pairs (fewer bytes than a Map for the few such policies); same rule as `hits`. */
-  custom: Array<PiiDetector | CustomHit | null> | undefined;
+  /**
+   * Per list of custom patterns (its key: compile.ts), its first finding (null: none), as pairs (fewer
+   * bytes than a Map for the few such policies), at most MAX_CUSTOM_LISTS; same rule as `hits`.
+   */
+  custom: Array<string | CustomHit | null> | undefined;
 }
 
 const HITS_BIT = 8;
@@ -74,10 +77,24 @@ const hitsOf = (e: ScanEntry, k: number): readonly LeafHit[] | undefined => e.hi
 /** Category c's findings per leaf kept in the entry, or undefined. */
 const categoryOf = (e: ScanEntry, c: number): RawCategory | undefined => e.categories?.[c] ?? ((e.none >>> (CATEGORY_BIT + c)) & 1 ? NO_LEAVES : undefined);
 
-/** The first finding kept for `detector` in an entry's pairs, or undefined: not scanned yet. */
-function customOf(pairs: ReadonlyArray<PiiDetector | CustomHit | null>, detector: PiiDetector): CustomHit | null | undefined {
-  for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === detector) return pairs[i + 1] as CustomHit | null;
+/**
+ * Lists of custom patterns an entry keeps a first finding for: a hot entry (an agent's resent system
+ * prompt) stays in the cache while its organization's patterns change and dry runs try others, so
+ * the oldest list goes beyond this.
+ */
+const MAX_CUSTOM_LISTS = 8;
+
+/** The first finding kept for the list of custom patterns `key` in an entry's pairs, or undefined: not scanned yet. */
+function customOf(pairs: ReadonlyArray<string | CustomHit | null>, key: string): CustomHit | null | undefined {
+  for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === key) return pairs[i + 1] as CustomHit | null;
   return undefined;
+}
+
+/** Keeps a list's first finding in an entry, the oldest list out beyond MAX_CUSTOM_LISTS. */
+function keepCustom(e: ScanEntry, key: string, hit: CustomHit | null): void {
+  const pairs = (e.custom ??= []);
+  if (pairs.length >= 2 * MAX_CUSTOM_LISTS) pairs.splice(0, 2);
+  pairs.push(key, hit);
 }
 
 function keepRaw(e: ScanEntry, k: number, found: readonly Finding[]): void {
@@ -246,17 +263,17 @@ export class RequestScope implements LeafSource {
    * The first finding of a data_restriction policy's custom patterns (`detector`) over `root`: leaf
    * by leaf, within the detector's character budget (pii.ts, CUSTOM_PATTERN_CHARS), never over the
    * joined text (a user's pattern may match a NUL or use `^`/`$`). Kept in the root's scan-cache
-   * entry per detector (one per policy version) when the PII kinds made one for this request and no
+   * entry per list of patterns (`key`, the same list is the same detector) when the PII kinds made one for this request and no
    * leaf holds a NUL: a custom-only policy does not pay a digest for it.
    */
-  firstCustom(detector: PiiDetector, root: Root): Finding | undefined {
+  firstCustom(detector: PiiDetector, key: string, root: Root): Finding | undefined {
     const r = this.root(root);
     const { leaves } = r;
     const entry = r.entry !== undefined && this.shared(r) ? r.entry : undefined;
-    let hit = entry?.custom ? customOf(entry.custom, detector) : undefined;
+    let hit = entry?.custom ? customOf(entry.custom, key) : undefined;
     if (hit === undefined) {
       hit = firstCustomHit(detector, leaves.texts);
-      if (entry) (entry.custom ??= []).push(detector, hit);
+      if (entry) keepCustom(entry, key, hit);
     }
     // Its path is built now, only for a match (walk.ts builds paths on demand).
     return hit === null ? undefined : { code: 'pii.custom', path: leaves.path(hit.leaf), start: hit.start, end: hit.end, score: hit.score, pattern: hit.pattern };
