@@ -151,6 +151,26 @@ describe('the nine policy types through the route', () => {
     expect((await decide(o, { agentId: a.id, action: action() })).decision).toBe('allow');
   });
 
+  it('budget_cap: the spend is read once per decision, and only when a budget_cap applies to the agent and environment', async ({ app, freshOrg: o }) => {
+    const [a, other] = [await newAgent(o), await newAgent(o)];
+    await policy(o, 'budget_cap', { maxMonthlyCostUsd: 1 }, { appliesToAgents: [other.id] });
+    await policy(o, 'budget_cap', { maxMonthlyCostUsd: 2 }, { appliesToAgents: [other.id], priority: 5 });
+    await policy(o, 'budget_cap', { maxMonthlyCostUsd: 3 }, { appliesToEnvironments: ['staging'] });
+    const agents = app.container.services.agents;
+    const read = agents.monthSpend;
+    const asked: string[] = [];
+    agents.monthSpend = (orgId, agentId) => (asked.push(agentId), read(orgId, agentId));
+    try {
+      await decide(o, { agentId: a.id, action: action() }); // production: no budget_cap applies
+      expect(asked).toEqual([]);
+      await decide(o, { agentId: a.id, action: action(), environment: 'staging' });
+      await decide(o, { agentId: other.id, action: action() }); // two budget_caps, one read
+      expect(asked).toEqual([a.id, other.id]);
+    } finally {
+      agents.monthSpend = read;
+    }
+  });
+
   it('a window limit: maxRequests matches pass, the next is limit.exceeded with a limit_exceeded event recorded', async ({ app, freshOrg: o }) => {
     const a = await newAgent(o);
     const p = await policy(o, 'cost_limit', {}, { maxRequests: 2, timeWindowSeconds: 3600, name: 'two per hour' });

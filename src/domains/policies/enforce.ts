@@ -24,7 +24,7 @@ import type { DecisionRecordInput } from '../policy-decisions/index.js';
 import { qualityAggregate, type QualityMetric } from '../traces/index.js';
 import type { PolicySnapshot } from './cache.js';
 import type { EnforceDecision, EnforceRequest } from './enforce-schemas.js';
-import { compileAll, compilePolicy, createHttpValidator, decide, type CompiledPolicy, type Decision, type EngineContext, type GrantQuery, type ValidatorAnswer } from './engine/index.js';
+import { compileAll, compilePolicy, createHttpValidator, decide, inScope, type CompiledPolicy, type Decision, type EngineContext, type GrantQuery, type ValidatorAnswer } from './engine/index.js';
 import { validatorSecretOf } from './service.js';
 import { newValidatorSecret, signValidatorCall } from './validator-signing.js';
 
@@ -75,18 +75,24 @@ interface DryRunContext {
 }
 const ms = (x: number) => Math.round(x * 1000) / 1000;
 
+/** Whether one of `policies` applies to the agent in the environment (a plain loop: no closure per request). */
+function anyInScope(policies: readonly CompiledPolicy[], agentId: string, environment: string): boolean {
+  for (let i = 0; i < policies.length; i++) if (inScope(policies[i], agentId, environment)) return true;
+  return false;
+}
+
 /** Builds the enforce and dry-run functions over their dependencies (one per app). */
 export function createEnforceService(deps: EnforceServiceDeps) {
   const { db, state, clock } = deps;
 
   // Compiled policies per organization, rebuilt only when the snapshot's version moves.
-  // `readsSpend`: some active policy is a budget_cap, so a decision starts the spend read at once.
-  const compiled = new LRUCache<string, { version: number; policies: CompiledPolicy[]; readsSpend: boolean }>({ max: COMPILED_MAX });
+  // `budgetCaps`: the budget_cap policies, so that a decision one of them applies to starts the spend read at once.
+  const compiled = new LRUCache<string, { version: number; policies: CompiledPolicy[]; budgetCaps: CompiledPolicy[] }>({ max: COMPILED_MAX });
   const compiledFor = (orgId: string, snap: PolicySnapshot) => {
     let c = compiled.get(orgId);
     if (!c || c.version !== snap.version) {
       const policies = compileAll(snap.policies);
-      c = { version: snap.version, policies, readsSpend: policies.some((p) => p.def.policyType === 'budget_cap') };
+      c = { version: snap.version, policies, budgetCaps: policies.filter((p) => p.def.policyType === 'budget_cap') };
       compiled.set(orgId, c);
     }
     return c;
@@ -163,8 +169,9 @@ export function createEnforceService(deps: EnforceServiceDeps) {
       private readonly dryRun: DryRunContext | null,
       readsSpend: boolean,
     ) {
-      // Started before the policies run: on Redis its GET leaves in one write with the window
-      // counters the same decision sends (auto-pipelining), instead of one round trip after another.
+      // Started before the policies run when a budget_cap applies to this agent and environment: on
+      // Redis its GET leaves in one write with the window counters the same decision sends
+      // (auto-pipelining), instead of one round trip after another.
       if (readsSpend && agent.status === 'active') this.monthSpend(agent.id);
     }
 
@@ -247,7 +254,7 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     const agent = visible(who, found);
     const t1 = performance.now();
     const c = compiledFor(orgId, snap);
-    const out = decide(c.policies, req, context(orgId, agent, c.policies, null, c.readsSpend));
+    const out = decide(c.policies, req, context(orgId, agent, c.policies, null, anyInScope(c.budgetCaps, agent.id, req.environment ?? agent.environment)));
     const d = out instanceof Promise ? await out : out;
     const t2 = performance.now();
     if (d.errors.length) reportErrors(orgId, d);
