@@ -195,6 +195,9 @@ describe('monthOf (the budget month, UTC)', () => {
     expect(at('2027-01-01T00:00:00.000Z')).toBe('2027-01');
     expect(at('2026-02-28T23:59:59.999+01:00')).toBe('2026-02');
     expect(at('2026-03-01T00:30:00.000+01:00')).toBe('2026-02');
+    // Years below 100 are years, not 1900 + year.
+    expect(at('0050-03-10T00:00:00.000Z')).toBe('0050-03');
+    expect(at('1950-03-10T00:00:00.000Z')).toBe('1950-03');
     expect(() => monthOf(new Date(Number.NaN))).toThrow(RangeError);
   });
 });

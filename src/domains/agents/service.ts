@@ -24,7 +24,14 @@ export const monthOf = (d: Date): string => {
   // against the clock's), and a month changes once a month; a date outside it computes afresh.
   if (t >= lastMonth.from && t < lastMonth.to) return lastMonth.month;
   const month = d.toISOString().slice(0, 7);
-  if (Number.isFinite(t)) lastMonth = { from: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1), to: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1), month };
+  if (Number.isFinite(t)) {
+    // setUTCFullYear, not Date.UTC: Date.UTC reads years 0-99 as 1900-1999.
+    const from = new Date(0);
+    from.setUTCFullYear(d.getUTCFullYear(), d.getUTCMonth(), 1);
+    const to = new Date(from.getTime());
+    to.setUTCMonth(to.getUTCMonth() + 1);
+    lastMonth = { from: from.getTime(), to: to.getTime(), month };
+  }
   return month;
 };
 let lastMonth = { from: 0, to: 0, month: '' };

@@ -98,7 +98,8 @@ export interface OutputClassifier {
   classifyLeaves(leaves: Leaves, source: LeafSource): OutputClassification;
 }
 
-const NONE: readonly LeafFinding[] = [];
+// Shared by every call and cache entry: frozen, so a write by mistake throws.
+const NONE: readonly LeafFinding[] = Object.freeze([]);
 const CODES: Readonly<Record<OutputCategory, string>> = { pii: 'output.pii', secrets: 'output.secrets', profanity: 'output.profanity', url: 'output.url', code: 'output.code', injection: 'output.injection' };
 const KIND_DETECTORS = { pii: compilePiiDetector({ detect: CATEGORY_KINDS.pii }), secrets: compilePiiDetector({ detect: CATEGORY_KINDS.secrets }) };
 

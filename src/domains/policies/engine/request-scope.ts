@@ -142,10 +142,11 @@ const LEAF_CATEGORY_COUNT = 5;
 
 /** The index of a PII kind for `RequestScope.firstPii` (looked up once per policy version, not per request). */
 export const piiKindIndex = (kind: PiiKind): number => KIND_INDEX.get(kind)!;
-const NO_HITS: readonly LeafHit[] = [];
-const NO_FINDINGS: readonly Finding[] = [];
-const NO_LEAF_FINDINGS: readonly LeafFinding[] = [];
-const NO_LEAVES: RawCategory = [];
+// Shared by every request and cache entry: frozen, so a write by mistake throws instead of leaking.
+const NO_HITS: readonly LeafHit[] = Object.freeze([]);
+const NO_FINDINGS: readonly Finding[] = Object.freeze([]);
+const NO_LEAF_FINDINGS: readonly LeafFinding[] = Object.freeze([]);
+const NO_LEAVES: RawCategory = Object.freeze([]);
 const noCue = (truncated: boolean): InjectionResult => Object.freeze({ score: 0, top: null, findings: Object.freeze([]) as unknown as Finding[], truncated });
 const NO_CUE = noCue(false);
 const NO_CUE_TRUNCATED = noCue(true);
