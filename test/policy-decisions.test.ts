@@ -372,14 +372,19 @@ describe('counting', () => {
     // Another list: pApproval would be a fourth counter, beyond maxCounterKeys (3).
     log.record(decision(freshOrg, at, { evaluatedPolicyIds: [pQuiet, pApproval] }));
     expect(log.counts.droppedCounts).toBe(1);
+    // Lists that alternate (environment-scoped policies): each kept, each counted.
+    for (let i = 0; i < 3; i++) {
+      log.record(decision(freshOrg, at, { evaluatedPolicyIds: [pWarn, pQuiet] }));
+      log.record(decision(freshOrg, at, { evaluatedPolicyIds: three(), warnings: [violation(pQuiet, 'warn')] }));
+    }
     // A warning of a policy the decision does not list still counts.
     log.record(decision(freshOrg, at, { evaluatedPolicyIds: [pDeny], warnings: [violation(pWarn, 'warn')] }));
     await log.flush();
     const res = await freshOrg.req({ method: 'GET', url: '/api/v1/policies/stats' });
     const by = (id: string) => res.json().data.policies.find((p: { policyId: string }) => p.policyId === id);
-    expect(by(pDeny)).toMatchObject({ allow: 6, deny: 1, requireApproval: 0, warn: 0 });
-    expect(by(pWarn)).toMatchObject({ allow: 5, deny: 0, requireApproval: 0, warn: 2 });
-    expect(by(pQuiet)).toMatchObject({ allow: 7, deny: 0, requireApproval: 0, warn: 0 });
+    expect(by(pDeny)).toMatchObject({ allow: 9, deny: 1, requireApproval: 0, warn: 0 });
+    expect(by(pWarn)).toMatchObject({ allow: 11, deny: 0, requireApproval: 0, warn: 2 });
+    expect(by(pQuiet)).toMatchObject({ allow: 10, deny: 0, requireApproval: 0, warn: 3 });
     expect(by(pApproval)).toBeUndefined();
   });
 });

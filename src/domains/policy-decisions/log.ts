@@ -68,9 +68,15 @@ export interface DecisionLogCounts {
 interface CounterGroup {
   hour: string;
   byPolicy: Map<string, CounterRow>;
-  /** The last list of evaluated policies counted here, with its counters in the same order (see `count`). */
-  last?: EvaluatedCounters;
+  /** The last lists of evaluated policies counted here (newest first, at most LISTS_PER_GROUP), each with its counters in the same order (see `count`). */
+  lists?: EvaluatedCounters[];
 }
+
+/**
+ * Lists of evaluated policies a group keeps: an agent whose decisions alternate between a few
+ * lists (environment- or agent-scoped policies, requests naming other environments) reuses them.
+ */
+const LISTS_PER_GROUP = 4;
 
 /** A list of evaluated policy ids, the group's counter of each (undefined: dropped at maxCounterKeys) and each id's position. */
 interface EvaluatedCounters {
@@ -294,14 +300,20 @@ export class DecisionLog {
   }
 
   /**
-   * The group's counters of the decision's evaluated policies, in their order: the last list's
-   * when the decision lists the same ids (compared by identity, cheap: they are the cached
-   * policies' own strings), else looked up (created within maxCounterKeys) and kept as the last.
+   * The group's counters of the decision's evaluated policies, in their order: a kept list's when
+   * the decision lists the same ids (compared by identity, cheap: they are the cached policies'
+   * own strings), else looked up (created within maxCounterKeys) and kept as the newest.
    */
   private evaluatedCounters(g: CounterGroup, d: DecisionRecordInput): EvaluatedCounters {
     const ids = d.evaluatedPolicyIds;
-    const last = g.last;
-    if (last && sameIds(last.ids, ids)) return last;
+    const lists = (g.lists ??= []);
+    for (let i = 0; i < lists.length; i++) {
+      const known = lists[i];
+      if (!sameIds(known.ids, ids)) continue;
+      // The newest first: the next decision most likely lists the same policies again.
+      if (i > 0) lists.unshift(...lists.splice(i, 1));
+      return known;
+    }
     const index = new Map<string, number>();
     const rows: Array<CounterRow | undefined> = [];
     for (const id of ids) {
@@ -310,7 +322,10 @@ export class DecisionLog {
       index.set(id, rows.length);
       rows.push(this.counterOf(g, d, id));
     }
-    return (g.last = { ids: ids.slice(), rows, index });
+    const ev = { ids: ids.slice(), rows, index };
+    lists.unshift(ev);
+    if (lists.length > LISTS_PER_GROUP) lists.pop();
+    return ev;
   }
 
   /** The counters of the decision's (organization, agent, hour). */
@@ -353,8 +368,8 @@ export class DecisionLog {
       const key = `${c.organization_id}\u0001${c.agent_id}\u0001${c.hour}`;
       let g = this.counters.get(key);
       if (!g) this.counters.set(key, (g = { hour: c.hour, byPolicy: new Map() }));
-      // Counters appear in the group: its last list may hold a counter as dropped that now exists.
-      g.last = undefined;
+      // Counters appear in the group: its lists may hold a counter as dropped that now exists.
+      g.lists = undefined;
       const held = g.byPolicy.get(c.policy_id);
       if (held) {
         held.allow_count += c.allow_count;
