@@ -110,6 +110,9 @@ export class DecisionLog {
   private hourStart = Number.NaN;
   private hourIso = '';
   private lastIds: { org: string; agent: string } | undefined;
+  // The group of the last decision (its organization, agent and hour): the next one of the same
+  // agent finds it without building and hashing the group's key. Forgotten when a flush takes the groups.
+  private lastGroup: { org: string; agent: string; hourStart: number; group: CounterGroup } | undefined;
   private events: HeldEvent[] = [];
   private tail: Promise<void> = Promise.resolve();
   private flushing = false;
@@ -203,6 +206,7 @@ export class DecisionLog {
       const counters = [...this.counters.values()].flatMap((g) => [...g.byPolicy.values()]).sort(byCounterKey);
       this.rows = [];
       this.counters = new Map();
+      this.lastGroup = undefined;
       this.counterKeys = 0;
       this.events = [];
       try {
@@ -335,9 +339,12 @@ export class DecisionLog {
       this.hourStart = Math.floor(ms / HOUR_MS) * HOUR_MS;
       this.hourIso = new Date(this.hourStart).toISOString();
     }
+    const last = this.lastGroup;
+    if (last && last.hourStart === this.hourStart && last.org === d.organizationId && last.agent === d.agentId) return last.group;
     const key = `${d.organizationId}\u0001${d.agentId}\u0001${this.hourIso}`;
     let g = this.counters.get(key);
     if (!g) this.counters.set(key, (g = { hour: this.hourIso, byPolicy: new Map() }));
+    this.lastGroup = { org: d.organizationId, agent: d.agentId, hourStart: this.hourStart, group: g };
     return g;
   }
 
