@@ -15,6 +15,7 @@
  * entries) and on the embedded PGlite (one process owns the database). PostgreSQL without Redis may
  * run several instances that each keep their own memory, so there every read goes to the row.
  */
+import { LRUCache } from 'lru-cache';
 import type { MaybePromise, SharedState, Versioned } from '../../lib/shared-state.js';
 import { spendNow } from './service.js';
 
@@ -35,6 +36,8 @@ export interface SpendVersion {
 export type SpendRowReader = (orgId: string, agentId: string) => Promise<SpendVersion | null>;
 
 const key = (orgId: string, agentId: string) => `spend:${orgId}:${agentId}`;
+/** Agents whose key string is kept (as many as the agent cache keeps). */
+const KEPT_KEYS = 50_000;
 const encode = (v: SpendVersion) => `${v.month} ${v.spend}`;
 
 /** A stored value (`YYYY-MM spend`) as a version, or null when it is not one (then the row is read). */
@@ -49,6 +52,10 @@ const spendAt = (v: SpendVersion, now: Date) => spendNow({ spendMonth: v.month, 
 
 /** Month-to-date spend per agent on the shared state, moved by ingest after commit. */
 export class SpendCounter {
+  // Each agent's key string, built once: the enforce path reads it per request, and a string built
+  // per request is hashed at every lookup (docs/decisions.md, "Enforce route").
+  private readonly keys = new LRUCache<string, { orgId: string; key: string }>({ max: KEPT_KEYS });
+
   /**
    * `exact` says whether the shared state is seen by every writer of the database (Redis, or the
    * embedded database of this one process); when false every read goes to the row.
@@ -67,13 +74,22 @@ export class SpendCounter {
     if (!this.exact) return this.fromRow(orgId, agentId, now);
     let hit: MaybePromise<Versioned | null>;
     try {
-      hit = this.state.getVersioned(key(orgId, agentId));
+      hit = this.state.getVersioned(this.keyOf(orgId, agentId));
     } catch {
       hit = null;
     }
     // Fail over to the row: a shared-state outage (or a value that is not ours) must not turn budgets off.
     if (!(hit instanceof Promise)) return this.fromCounter(orgId, agentId, hit, now);
     return hit.catch(() => null).then((h) => this.fromCounter(orgId, agentId, h, now));
+  }
+
+  /** The agent's key (kept per agent id, checked against its organization). */
+  private keyOf(orgId: string, agentId: string): string {
+    const kept = this.keys.get(agentId);
+    if (kept && kept.orgId === orgId) return kept.key;
+    const k = key(orgId, agentId);
+    this.keys.set(agentId, { orgId, key: k });
+    return k;
   }
 
   /** The spend a stored value holds, or the row's when there is none (or it is not ours). */
