@@ -66,9 +66,9 @@ const ctx: EngineContext = {
   monthSpend: () => 42.5,
   qualityAggregate: (_a, metric) => (metric === 'error_rate' ? 0.02 : 1800),
   liveGrant: () => false,
-  windowHit: (key, _w, max) => {
-    const c = (counts.get(key) ?? 0) + 1;
-    counts.set(key, c);
+  windowHit: (policyId, _w, max) => {
+    const c = (counts.get(policyId) ?? 0) + 1;
+    counts.set(policyId, c);
     return c <= max;
   },
   callValidator: createHttpValidator({ allowPrivate: true }),

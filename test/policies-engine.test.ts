@@ -39,11 +39,11 @@ function context(agent: Partial<EngineAgent> = {}): TestCtx {
     monthSpend: () => ctx.agent.currentMonthCostUsd,
     qualityAggregate: (_id, metric) => ctx.quality[metric] ?? null,
     liveGrant: async (q) => ctx.grants.some((g) => g.action === q.action && g.policyId === q.policyId && (q.parametersDigest === null || g.parametersDigest === q.parametersDigest)),
-    windowHit: async (key, windowSeconds, max) => {
+    windowHit: async (policyId, windowSeconds, max) => {
       const now = clock.t;
-      const list = (hits.get(key) ?? []).filter((t) => t > now - windowSeconds * 1000);
+      const list = (hits.get(policyId) ?? []).filter((t) => t > now - windowSeconds * 1000);
       list.push(now);
-      hits.set(key, list);
+      hits.set(policyId, list);
       return list.length <= max;
     },
     callValidator: createHttpValidator({ allowPrivate: true }),

@@ -137,6 +137,17 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     return key;
   };
 
+  // The window counters' keys of each agent view, by policy id, built once (as the quality keys).
+  const windowKeys = new WeakMap<EnforcementAgent, Map<string, string>>();
+  const windowKey = (orgId: string, agent: EnforcementAgent, policyId: string) => {
+    if (orgId !== agent.organizationId) return `policy-window:${orgId}:policy:${policyId}:agent:${agent.id}`;
+    let keys = windowKeys.get(agent);
+    if (!keys) windowKeys.set(agent, (keys = new Map()));
+    let key = keys.get(policyId);
+    if (key === undefined) keys.set(policyId, (key = `policy-window:${orgId}:policy:${policyId}:agent:${agent.id}`));
+    return key;
+  };
+
   // Validator secrets by policy version (`id@updatedAt`): rotation bumps updatedAt, so a rotated
   // secret is read at once; a policy without a secret signs with none (never happens after create).
   const secrets = new LookupCache<{ s: string | null }>(
@@ -199,11 +210,11 @@ export function createEnforceService(deps: EnforceServiceDeps) {
       return findLiveGrant(db, this.orgId, { agentId: q.agentId, action: q.action, resource: q.resource, parametersDigest: q.parametersDigest }, clock.now()).then((g) => g !== null);
     }
 
-    windowHit(key: string, windowSeconds: number, max: number) {
+    windowHit(policyId: string, windowSeconds: number, max: number) {
       // Fail open, as the rate limiter does: a shared-state outage must not deny every request.
       let estimate: MaybePromise<number>;
       try {
-        estimate = (this.dryRun?.state ?? state).slidingHit(`policy-window:${this.orgId}:${key}`, windowSeconds * 1000, clock.now().getTime());
+        estimate = (this.dryRun?.state ?? state).slidingHit(windowKey(this.orgId, this.agent, policyId), windowSeconds * 1000, clock.now().getTime());
       } catch {
         return true;
       }

@@ -78,18 +78,33 @@ export function inScope(p: CompiledPolicy, agentId: string, environment: string)
   return d.isActive && (d.agentId === null || d.agentId === agentId) && (!p.agents || p.agents.has(agentId)) && (!p.environments || p.environments.has(environment));
 }
 
-/** Applies the window limit to a policy's enforced matches. */
+/**
+ * Applies the window limit to a policy's enforced matches. Loops and functions at module level, no
+ * closure per call but the continuation of an asynchronous count: a window policy such as a rate
+ * limit matches on every request.
+ */
 function limit(p: CompiledPolicy, matches: Match[], st: State): MaybePromise<Match[]> {
   const { maxRequests, timeWindowSeconds, id } = p.def;
-  if (matches.length === 0 || maxRequests === null || timeWindowSeconds === null || !matches.some((m) => !m.note)) return matches;
-  const notes = matches.filter((m) => m.note);
-  const within = st.ctx.windowHit(`policy:${id}:agent:${st.ctx.agent.id}`, timeWindowSeconds, maxRequests);
-  const answer = (ok: boolean): Match[] => {
-    if (ok) return notes;
-    st.events.push({ type: 'limit_exceeded', policyId: id, data: { maxRequests, timeWindowSeconds, code: matches.find((m) => !m.note)!.code } });
-    return [{ code: 'limit.exceeded', message: `Policy "${p.def.name}" matched more than ${maxRequests} times in ${timeWindowSeconds} seconds` }, ...notes];
-  };
-  return within instanceof Promise ? within.then(answer) : answer(within);
+  if (matches.length === 0 || maxRequests === null || timeWindowSeconds === null || firstEnforced(matches) === undefined) return matches;
+  const within = st.ctx.windowHit(id, timeWindowSeconds, maxRequests);
+  return within instanceof Promise ? within.then((ok) => windowed(p, matches, ok, st)) : windowed(p, matches, within, st);
+}
+
+/** The first match that is not a note (undefined: none). */
+function firstEnforced(matches: readonly Match[]): Match | undefined {
+  for (let i = 0; i < matches.length; i++) if (!matches[i].note) return matches[i];
+  return undefined;
+}
+
+/** The matches a window lets through: the notes only when within the limit, else limit.exceeded first (and its event). */
+function windowed(p: CompiledPolicy, matches: readonly Match[], within: boolean, st: State): Match[] {
+  const notes: Match[] = [];
+  for (let i = 0; i < matches.length; i++) if (matches[i].note) notes.push(matches[i]);
+  if (within) return notes;
+  const { maxRequests, timeWindowSeconds, id, name } = p.def;
+  st.events.push({ type: 'limit_exceeded', policyId: id, data: { maxRequests, timeWindowSeconds, code: firstEnforced(matches)!.code } });
+  notes.unshift({ code: 'limit.exceeded', message: `Policy "${name}" matched more than ${maxRequests} times in ${timeWindowSeconds} seconds` });
+  return notes;
 }
 
 /** A match as the answer lists it (the same keys in the same order, evidence only when there is some). */

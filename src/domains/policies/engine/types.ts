@@ -65,8 +65,8 @@ export interface EngineContext {
   qualityAggregate(agentId: string, metric: 'error_rate' | 'p95_duration_ms', windowMinutes: number): MaybePromise<number | null>;
   /** Whether an approved, unexpired, unrevoked access grant covers this query. */
   liveGrant(query: GrantQuery): MaybePromise<boolean>;
-  /** Counts one hit under `key` in a sliding window (shared state); true while the count is within `max`. */
-  windowHit(key: string, windowSeconds: number, max: number): MaybePromise<boolean>;
+  /** Counts one match of policy `policyId` for this decision's agent in a sliding window (shared state); true while the count is within `max`. */
+  windowHit(policyId: string, windowSeconds: number, max: number): MaybePromise<boolean>;
   /**
    * POSTs `body` (JSON text) to `url`, giving up after `timeoutMs` (engine/validator.ts has the HTTP
    * one); `policyId` names the custom policy, whose validator secret signs the call.
