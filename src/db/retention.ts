@@ -39,13 +39,23 @@ const ORGS_PER_PROBE = 1000;
  * index led by organization_id bounds it (and, under Citus, it runs on one shard).
  */
 export async function deleteExpiredRows(db: Executor, table: PgTable, expired: SQL, orgIds: readonly string[], limits: RetentionLimits = {}): Promise<RetentionRun> {
-  const { batchSize = 1000, maxBatches = 1000 } = limits;
   // Only organizations with expired rows: the cap is not spent on the others, so every run makes
   // progress and an organization whose id sorts late is reached.
   const orgs = await organizationsWith(db, table, expired, orgIds);
+  return deleteInPartitions(db, table, expired, orgs.map((orgId) => sql`${table}.organization_id = ${orgId}`), limits);
+}
+
+/**
+ * Deletes what `expired` selects of `table`, partition by partition, `batchSize` rows per statement,
+ * until none is left or `maxBatches` statements ran. A partition is a condition naming one
+ * organization and, where an index reaches further, what lies below it (one webhook's messages):
+ * each statement stays within what that index bounds, on one shard under Citus.
+ */
+export async function deleteInPartitions(db: Executor, table: PgTable, expired: SQL, partitions: readonly SQL[], limits: RetentionLimits = {}): Promise<RetentionRun> {
+  const { batchSize = 1000, maxBatches = 1000 } = limits;
   let deleted = 0;
   let batches = 0;
-  for (const orgId of orgs) {
+  for (const partition of partitions) {
     for (;;) {
       if (batches >= maxBatches) return { deleted, more: true };
       batches++;
@@ -53,9 +63,9 @@ export async function deleteExpiredRows(db: Executor, table: PgTable, expired: S
         await db.execute(sql`
           -- The condition again in the DELETE: a row that stopped being expired since it was chosen stays.
           with doomed as (
-            select id from ${table} where organization_id = ${orgId} and ${expired} limit ${batchSize}
+            select id from ${table} where ${partition} and ${expired} limit ${batchSize}
           ), gone as (
-            delete from ${table} using doomed where ${table}.organization_id = ${orgId} and ${table}.id = doomed.id and ${expired} returning 1
+            delete from ${table} using doomed where ${partition} and ${table}.id = doomed.id and ${expired} returning 1
           )
           select count(*)::int as n from gone`),
       );

@@ -5,6 +5,8 @@
  */
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Executor } from '../../db/client.js';
+import { deleteInPartitions } from '../../db/retention.js';
+import { webhookMessages } from '../../db/schema/index.js';
 import { organizationIds } from '../organizations/index.js';
 
 /** Organization ids per statement when listing the webhooks to sweep. */
@@ -34,41 +36,19 @@ export function uuidv7Floor(at: Date): string {
  * Deletes the delivery history of every webhook older than `before`: messages no longer pending whose
  * last change (their last attempt, or their failing) is before it, and their attempts (ON DELETE
  * CASCADE). A pending message is never deleted, however old: it still has a delivery to make. Runs
- * webhook by webhook, `batchSize` messages per statement, until none is left or `maxBatches`
- * statements ran; answers how many messages were deleted and whether some may remain.
+ * webhook by webhook (deleteInPartitions), `batchSize` messages per statement, until none is left or
+ * `maxBatches` statements ran; answers how many messages were deleted and whether some may remain.
  */
 export async function deleteExpiredWebhookHistory(db: Executor, opts: DeleteWebhookHistoryOptions): Promise<{ deleted: number; more: boolean }> {
-  const batchSize = opts.batchSize ?? 1000;
-  const maxBatches = opts.maxBatches ?? 1000;
   const before = opts.before.toISOString();
   const floor = uuidv7Floor(opts.before);
-  let deleted = 0;
-  let batches = 0;
-  for (const { organizationId, id } of await webhooksWithExpired(db, await organizationIds(db), before, floor)) {
-    for (;;) {
-      if (batches >= maxBatches) return { deleted, more: true };
-      batches++;
-      // The event id bound lets the (organization, webhook, event, series) index stop at the cutoff
-      // instead of reading every message of the webhook; updated_at decides.
-      const [{ n }] = rowsOf<{ n: number }>(
-        await db.execute(sql`
-          with doomed as (
-            select id from webhook_messages
-             where organization_id = ${organizationId}::uuid and webhook_id = ${id}::uuid and event_id < ${floor}::uuid
-               and status <> 'pending' and updated_at < ${before}::timestamptz
-             limit ${batchSize}
-          ), gone as (
-            delete from webhook_messages m using doomed
-             where m.organization_id = ${organizationId}::uuid and m.id = doomed.id and m.status <> 'pending'
-            returning 1
-          )
-          select count(*)::int as n from gone`),
-      );
-      deleted += Number(n);
-      if (Number(n) < batchSize) break;
-    }
-  }
-  return { deleted, more: false };
+  const m = webhookMessages;
+  // The event id bound lets the (organization, webhook, event, series) index stop at the cutoff
+  // instead of reading every message of the webhook; updated_at decides.
+  const expired = sql`${m.eventId} < ${floor}::uuid and ${m.status} <> 'pending' and ${m.updatedAt} < ${before}::timestamptz`;
+  const webhooks = await webhooksWithExpired(db, await organizationIds(db), before, floor);
+  const partitions = webhooks.map((w) => sql`${m.organizationId} = ${w.organizationId}::uuid and ${m.webhookId} = ${w.id}::uuid`);
+  return deleteInPartitions(db, m, expired, partitions, { batchSize: opts.batchSize, maxBatches: opts.maxBatches });
 }
 
 /**
