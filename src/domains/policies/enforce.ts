@@ -121,28 +121,29 @@ export function createEnforceService(deps: EnforceServiceDeps) {
     { max: QUALITY_MAX, maxMissing: 1, ttlMs: QUALITY_TTL_MS, missingTtlMs: 0 },
   );
 
-  // The quality cache's keys of each agent view (one per cached row and month), built once: a key
-  // string built per request would be hashed per lookup (~0.2 µs each here), a kept one only once.
-  const qualityKeys = new WeakMap<EnforcementAgent, Map<number, string>>();
-  // No closure in here: tsx, which runs the service, names every function made per call (`__name`): ~1 µs a request, measured.
+  // Key strings of each agent view (one per cached row and month), built once: a key string built
+  // per request would be hashed per lookup (~0.2 µs each here), a kept one only once. Slots: a
+  // quality (metric, window) as a number, a window counter by its policy id (a string).
+  const agentKeys = new WeakMap<EnforcementAgent, Map<number | string, string>>();
+  const keysOf = (agent: EnforcementAgent) => {
+    let keys = agentKeys.get(agent);
+    if (!keys) agentKeys.set(agent, (keys = new Map()));
+    return keys;
+  };
+  // No closure in these: tsx, which runs the service, names every function made per call (`__name`): ~1 µs a request, measured.
   const qualityKey = (orgId: string, agent: EnforcementAgent, agentId: string, metric: QualityMetric, windowMinutes: number) => {
     // The view is the requested agent's; another id (never asked by the engine) is not memoized.
     if (agentId !== agent.id || orgId !== agent.organizationId) return `${orgId}|${agentId}|${metric}|${windowMinutes}`;
-    let keys = qualityKeys.get(agent);
-    if (!keys) qualityKeys.set(agent, (keys = new Map()));
+    const keys = keysOf(agent);
     // (metric, window) as one small integer: windowMinutes is an integer (rules.ts), two metrics.
     const slot = windowMinutes * 2 + (metric === 'error_rate' ? 0 : 1);
     let key = keys.get(slot);
     if (key === undefined) keys.set(slot, (key = `${orgId}|${agentId}|${metric}|${windowMinutes}`));
     return key;
   };
-
-  // The window counters' keys of each agent view, by policy id, built once (as the quality keys).
-  const windowKeys = new WeakMap<EnforcementAgent, Map<string, string>>();
   const windowKey = (orgId: string, agent: EnforcementAgent, policyId: string) => {
     if (orgId !== agent.organizationId) return `policy-window:${orgId}:policy:${policyId}:agent:${agent.id}`;
-    let keys = windowKeys.get(agent);
-    if (!keys) windowKeys.set(agent, (keys = new Map()));
+    const keys = keysOf(agent);
     let key = keys.get(policyId);
     if (key === undefined) keys.set(policyId, (key = `policy-window:${orgId}:policy:${policyId}:agent:${agent.id}`));
     return key;

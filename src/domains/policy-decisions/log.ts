@@ -109,7 +109,6 @@ export class DecisionLog {
   private counterKeys = 0;
   private hourStart = Number.NaN;
   private hourIso = '';
-  private lastIds: { org: string; agent: string } | undefined;
   // The group of the last decision (its organization, agent and hour): the next one of the same
   // agent finds it without building and hashing the group's key. Forgotten when a flush takes the groups.
   private lastGroup: { org: string; agent: string; hourStart: number; group: CounterGroup } | undefined;
@@ -244,14 +243,12 @@ export class DecisionLog {
   }
 
   /**
-   * wellFormed, with the last organization and agent found well formed remembered: an agent's
-   * decisions come one after another, and its ids need no new regex test each time.
+   * wellFormed, without a new regex test of the ids of the last decision's group: an agent's
+   * decisions come one after another, and a group is made only for ids found well formed.
    */
   private wellFormed(d: DecisionRecordInput): boolean {
-    const known = this.lastIds !== undefined && d.organizationId === this.lastIds.org && d.agentId === this.lastIds.agent;
-    if (!wellFormed(d, known)) return false;
-    if (!known) this.lastIds = { org: d.organizationId, agent: d.agentId };
-    return true;
+    const last = this.lastGroup;
+    return wellFormed(d, last !== undefined && d.organizationId === last.org && d.agentId === last.agent);
   }
 
   /** Adds one decision to the held counters, rows and events. */
